@@ -1,0 +1,5 @@
+"""planshift: PostgreSQL plan-regression detector (the engine)."""
+
+from __future__ import annotations
+
+__version__ = "0.1.0"

@@ -1,0 +1,137 @@
+"""What rules see: one query measured on a baseline and a candidate side, and what they emit."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+from detector.model.plan import Plan
+
+
+class Verdict(StrEnum):
+    REGRESSED = "regressed"
+    IMPROVED = "improved"
+    UNCHANGED = "unchanged"
+    INCONCLUSIVE = "inconclusive"
+
+
+class Severity(StrEnum):
+    INFO = "info"
+    WARNING = "warning"
+    ERROR = "error"
+
+    @property
+    def rank(self) -> int:
+        return {"info": 0, "warning": 1, "error": 2}[self.value]
+
+    @classmethod
+    def parse(cls, text: str) -> Severity:
+        try:
+            return cls(text.lower())
+        except ValueError:
+            from detector.errors import PlanshiftError
+
+            choices = ", ".join(s.value for s in cls)
+            raise PlanshiftError(f"unknown severity {text!r}", f"use one of: {choices}") from None
+
+
+@dataclass(frozen=True)
+class TimingStats:
+    """Distribution of one side's durations (ms)."""
+
+    n: int
+    median_ms: float
+    p90_ms: float
+    p99_ms: float
+    min_ms: float
+    max_ms: float
+
+
+@dataclass(frozen=True)
+class TimingComparison:
+    """Candidate versus baseline medians; `ratio` > 1 means the candidate is slower."""
+
+    verdict: Verdict
+    ratio: float | None
+    ci_low: float | None
+    ci_high: float | None
+    p_value: float | None
+    min_effect: float
+    noise_floor: float | None
+    reason: str
+
+    def describe(self) -> str:
+        """pyperf-style wording: '1.23x slower [1.15, 1.31]', 'not significant'."""
+        if self.ratio is None:
+            return self.reason
+        if self.ratio >= 1:
+            text = f"{self.ratio:.2f}x slower"
+        else:
+            text = f"{1 / self.ratio:.2f}x faster"
+        if self.ci_low is not None and self.ci_high is not None:
+            text += f" (95% CI of ratio {self.ci_low:.2f}-{self.ci_high:.2f})"
+        if self.verdict in (Verdict.UNCHANGED, Verdict.INCONCLUSIVE):
+            text += f": {self.reason}"
+        return text
+
+
+@dataclass(frozen=True)
+class PlanVariant:
+    """One plan shape seen on a side: how often, and a representative plan."""
+
+    fingerprint: str
+    signature: str
+    plan: Plan
+    samples: int
+    median_ms: float | None
+    median_cost: float
+
+
+@dataclass(frozen=True)
+class Side:
+    label: str
+    server_version_num: int | None
+    settings: Mapping[str, str]
+    plans: tuple[PlanVariant, ...]
+    durations_ms: tuple[float, ...]
+    timing: TimingStats | None
+    calls: int | None = None
+
+    @property
+    def dominant(self) -> PlanVariant:
+        """The most frequent plan shape (ties broken by fingerprint, so output is stable)."""
+        return self.plans[0]
+
+    @property
+    def samples(self) -> int:
+        return sum(p.samples for p in self.plans)
+
+
+@dataclass(frozen=True)
+class QueryComparison:
+    query_key: str
+    query_name: str
+    sql: str
+    baseline: Side
+    candidate: Side
+    timing: TimingComparison
+
+    @property
+    def plan_changed(self) -> bool:
+        return self.baseline.dominant.fingerprint != self.candidate.dominant.fingerprint
+
+
+@dataclass(frozen=True)
+class Finding:
+    code: str
+    name: str
+    severity: Severity
+    query_key: str
+    query_name: str
+    message: str
+    evidence: Mapping[str, Any] = field(default_factory=dict)
+
+    def sort_key(self) -> tuple[int, str, str, str]:
+        return (-self.severity.rank, self.query_name, self.code, self.message)
