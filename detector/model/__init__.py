@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from detector.model.comparison import (
+    ComparisonResult,
     Finding,
     PlanVariant,
     QueryComparison,
@@ -20,9 +21,12 @@ from detector.model.fingerprint import (
     shape_json,
     signature,
 )
+from detector.model.observation import Observation
 from detector.model.plan import Buffers, Plan, PlanNode, normalized_cost, parse_node, parse_plan
 
 __all__ = [
+    "ComparisonResult",
+    "Observation",
     "Buffers",
     "Finding",
     "Plan",

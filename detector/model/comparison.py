@@ -135,3 +135,27 @@ class Finding:
 
     def sort_key(self) -> tuple[int, str, str, str]:
         return (-self.severity.rank, self.query_name, self.code, self.message)
+
+
+@dataclass(frozen=True)
+class ComparisonResult:
+    """Everything a report needs: what was compared, per-query statistics, sorted findings."""
+
+    baseline: str
+    candidate: str
+    run_ids: tuple[int, ...]
+    queries: tuple[QueryComparison, ...]
+    findings: tuple[Finding, ...]
+    settings_diff: Mapping[str, tuple[str | None, str | None]] = field(default_factory=dict)
+    versions: tuple[int | None, int | None] = (None, None)
+
+    def verdict_counts(self) -> dict[str, int]:
+        counts = {v.value: 0 for v in Verdict}
+        for query in self.queries:
+            counts[query.timing.verdict.value] += 1
+        return counts
+
+    def worst_severity(self) -> Severity | None:
+        if not self.findings:
+            return None
+        return max((f.severity for f in self.findings), key=lambda s: s.rank)
