@@ -1,0 +1,227 @@
+"""The rule framework: one documented rule per stable code, registered by a decorator.
+
+A rule is a pure function of a `QueryComparison` (plan pairs plus timing statistics) and
+its options; it yields `Finding`s. Codes group by family: PS1xx plan flips, PS2xx timing,
+PS3xx cost/estimate divergence, PS4xx resources, PS5xx settings.
+
+Errors a user can cause (an unknown rule or option, a badly typed option) raise
+`RuleConfigError`, a `LookupError` the CLI turns into `error:`/`hint:`.
+"""
+
+from __future__ import annotations
+
+import difflib
+import inspect
+import re
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from detector.model import Finding, QueryComparison, Severity
+
+OptionValue = float | int | str | bool
+CheckFn = Callable[[QueryComparison, Mapping[str, Any]], Iterable[Finding]]
+
+#: family -> code prefix; a rule's code must start with its family's prefix.
+FAMILIES: Mapping[str, str] = {
+    "plan-flip": "PS1",
+    "timing": "PS2",
+    "divergence": "PS3",
+    "estimates": "PS3",
+    "resources": "PS4",
+    "settings": "PS5",
+}
+DOC_SECTIONS = ("What it flags", "Why it matters", "Example", "What to do")
+
+_CODE = re.compile(r"^PS\d{3}$")
+_NAME = re.compile(r"^[a-z][a-z0-9]*(-[a-z0-9]+)*$")
+_REGISTRY: dict[str, Rule] = {}
+
+
+class RuleConfigError(LookupError):
+    """An unknown rule code/name/selector or option, or an option of the wrong type."""
+
+    def __init__(self, message: str, hint: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.hint = hint
+
+    def __str__(self) -> str:
+        return self.message if self.hint is None else f"{self.message} ({self.hint})"
+
+
+@dataclass(frozen=True)
+class Rule:
+    code: str
+    name: str
+    family: str
+    severity: Severity
+    options: Mapping[str, OptionValue]
+    check: CheckFn
+
+    @property
+    def doc(self) -> str:
+        """The check function's docstring, dedented: summary line, then the four sections."""
+        return inspect.cleandoc(self.check.__doc__ or "")
+
+    @property
+    def summary(self) -> str:
+        return self.doc.splitlines()[0] if self.doc else ""
+
+    def sections(self) -> dict[str, str]:
+        """`## Heading` blocks of the doc, by heading (text dedented, stripped)."""
+        found: dict[str, str] = {}
+        heading: str | None = None
+        lines: list[str] = []
+        for line in [*self.doc.splitlines(), "## "]:
+            if line.startswith("## "):
+                if heading is not None:
+                    found[heading] = inspect.cleandoc("\n".join(lines))
+                heading, lines = line[3:].strip(), []
+            elif heading is not None:
+                lines.append(line)
+        return found
+
+    def resolve_options(self, overrides: Mapping[str, Any] | None = None) -> dict[str, Any]:
+        """Defaults merged with overrides; unknown names and wrong types raise RuleConfigError."""
+        merged: dict[str, Any] = dict(self.options)
+        for key, value in (overrides or {}).items():
+            if key not in self.options:
+                raise RuleConfigError(
+                    f"{self.code} ({self.name}) has no option {key!r}",
+                    _choices(key, list(self.options), "options"),
+                )
+            merged[key] = _coerce(self, key, self.options[key], value)
+        return merged
+
+    def finding(
+        self,
+        comparison: QueryComparison,
+        message: str,
+        evidence: Mapping[str, Any],
+        severity: Severity | None = None,
+    ) -> Finding:
+        """A finding of this rule for `comparison` (default severity unless one is given)."""
+        return Finding(
+            code=self.code,
+            name=self.name,
+            severity=self.severity if severity is None else severity,
+            query_key=comparison.query_key,
+            query_name=comparison.query_name,
+            message=message,
+            evidence=dict(evidence),
+        )
+
+
+def _coerce(rule: Rule, key: str, default: OptionValue, value: Any) -> OptionValue:
+    want = type(default)
+    if isinstance(value, bool) == (want is bool):
+        if want is float and isinstance(value, (int, float)):
+            return float(value)
+        if isinstance(value, want):
+            return value
+    raise RuleConfigError(
+        f"{rule.code} option {key!r} must be {want.__name__}, got {value!r}",
+        f"default is {default!r}",
+    )
+
+
+def _choices(word: str, candidates: list[str], what: str) -> str:
+    close = difflib.get_close_matches(word, candidates, n=3, cutoff=0.5)
+    if close:
+        return "did you mean " + " or ".join(close) + "?"
+    return f"known {what}: " + (", ".join(sorted(candidates)) or "none")
+
+
+def rule(
+    code: str, name: str, family: str, severity: Severity, **options: OptionValue
+) -> Callable[[CheckFn], CheckFn]:
+    """Register the decorated check function as rule `code`; options are the defaults."""
+    if not _CODE.match(code):
+        raise ValueError(f"rule code {code!r} is not PS + three digits")
+    if not _NAME.match(name):
+        raise ValueError(f"rule name {name!r} is not kebab-case")
+    if family not in FAMILIES or not code.startswith(FAMILIES[family]):
+        raise ValueError(f"rule {code}: family {family!r} does not match the code's range")
+
+    def register(check: CheckFn) -> CheckFn:
+        for other in _REGISTRY.values():
+            if other.code == code or other.name == name:
+                raise ValueError(f"rule {code} {name} clashes with {other.code} {other.name}")
+        _REGISTRY[code] = Rule(code, name, family, severity, dict(options), check)
+        return check
+
+    return register
+
+
+def all_rules() -> list[Rule]:
+    """Every registered rule, sorted by code."""
+    return sorted(_REGISTRY.values(), key=lambda r: r.code)
+
+
+def get_rule(code_or_name: str) -> Rule:
+    """A rule by code (`PS101`, case-insensitive) or name (`index-to-bitmap-scan`)."""
+    key = code_or_name.strip()
+    for candidate in _REGISTRY.values():
+        if key.upper() == candidate.code or key.lower() == candidate.name:
+            return candidate
+    known = [r.code for r in _REGISTRY.values()] + [r.name for r in _REGISTRY.values()]
+    raise RuleConfigError(f"unknown rule {code_or_name!r}", _choices(key, known, "rules"))
+
+
+def select_rules(select: Iterable[str] | None = None, ignore: Iterable[str] = ()) -> list[Rule]:
+    """Rules chosen by selectors, ruff-style; `ignore` wins over `select`.
+
+    A selector is `ALL`, a code (`PS101`), a code prefix (`PS1`, `PS10`), a rule name
+    (`index-to-bitmap-scan`) or a family (`plan-flip`). `select=None` means all rules.
+    """
+    chosen = _matching(["ALL"] if select is None else select)
+    dropped = _matching(ignore)
+    return [r for r in all_rules() if r.code in chosen and r.code not in dropped]
+
+
+def _matching(selectors: Iterable[str]) -> set[str]:
+    codes: set[str] = set()
+    for raw in selectors:
+        selector = raw.strip()
+        upper = selector.upper()
+        hits = {
+            r.code
+            for r in _REGISTRY.values()
+            if upper == "ALL"
+            or (upper.startswith("PS") and r.code.startswith(upper))
+            or selector.lower() in (r.name, r.family)
+        }
+        if not hits:
+            known = [r.code for r in _REGISTRY.values()] + [r.name for r in _REGISTRY.values()]
+            known += sorted({r.family for r in _REGISTRY.values()})
+            raise RuleConfigError(
+                f"selector {raw!r} matches no rule", _choices(selector, known, "rules")
+            )
+        codes |= hits
+    return codes
+
+
+def run_rules(
+    comparison: QueryComparison,
+    *,
+    select: Iterable[str] | None = None,
+    ignore: Iterable[str] = (),
+    options: Mapping[str, Mapping[str, Any]] | None = None,
+) -> list[Finding]:
+    """Apply the selected rules to one query; findings sorted with `Finding.sort_key`.
+
+    `options` maps a rule code or name to option overrides, e.g. `{"PS100": {"near_tie": 0.05}}`.
+    """
+    resolved: dict[str, dict[str, Any]] = {}
+    for key, values in (options or {}).items():
+        configured = get_rule(key)
+        resolved[configured.code] = configured.resolve_options(values)
+    findings: list[Finding] = []
+    for selected in select_rules(select, ignore):
+        chosen = resolved.get(selected.code) or selected.resolve_options()
+        for found in selected.check(comparison, chosen):
+            if found.code != selected.code:
+                raise RuntimeError(f"rule {selected.code} emitted a finding coded {found.code}")
+            findings.append(found)
+    return sorted(findings, key=Finding.sort_key)

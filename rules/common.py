@@ -1,0 +1,132 @@
+"""Helpers shared by rule families: severity from the verdict, number formatting, evidence."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from detector.model import (
+    Finding,
+    Plan,
+    PlanNode,
+    PlanVariant,
+    QueryComparison,
+    Severity,
+    Side,
+    TimingStats,
+    Verdict,
+    normalized_cost,
+)
+from rules.base import get_rule
+
+
+def emit(
+    code: str,
+    comparison: QueryComparison,
+    message: str,
+    evidence: Mapping[str, Any],
+    severity: Severity | None = None,
+) -> Finding:
+    """A finding of rule `code` (the rule's default severity unless one is given)."""
+    return get_rule(code).finding(comparison, message, evidence, severity)
+
+
+def flip_severity(verdict: Verdict, near_tie: bool = False) -> Severity:
+    """Severity of a plan flip from the measured verdict (DESIGN.md: flips are facts).
+
+    regressed -> error; improved -> info; unchanged/inconclusive -> warning, or info when
+    the two plans' costs are a near-tie (a boundary flip the clock does not confirm).
+    """
+    if verdict is Verdict.REGRESSED:
+        return Severity.ERROR
+    if verdict is Verdict.IMPROVED or near_tie:
+        return Severity.INFO
+    return Severity.WARNING
+
+
+def plan_cost(variant: PlanVariant) -> float:
+    """The variant's median total cost with PG <= 17's disable_cost removed."""
+    return normalized_cost(variant.median_cost)
+
+
+def relative_gap(a: float, b: float) -> float:
+    """|a - b| / max(|a|, |b|): 0 for equal values, 0.01 for costs 1% apart."""
+    top = max(abs(a), abs(b))
+    return abs(a - b) / top if top > 0 else 0.0
+
+
+def fmt_ms(value: float | None) -> str:
+    if value is None:
+        return "?"
+    if value >= 100:
+        return f"{value:.0f} ms"
+    if value >= 10:
+        return f"{value:.1f} ms"
+    if value >= 1:
+        return f"{value:.2f} ms"
+    return f"{value:.3g} ms"
+
+
+def fmt_cost(value: float) -> str:
+    return f"{value:.1f}"
+
+
+def fmt_ratio(value: float) -> str:
+    """Two decimals, three when that would print 1.00 for a ratio that is not exactly 1."""
+    text = f"{value:.2f}"
+    return f"{value:.3f}" if text == "1.00" and value != 1.0 else text
+
+
+def census(side: Side, who: str) -> str | None:
+    """`candidate used 2 shapes: 70% A, 30% B` when a side mixes plan shapes, else None."""
+    total = side.samples
+    if len(side.plans) < 2 or total <= 0:
+        return None
+    parts = [f"{100 * v.samples / total:.0f}% {v.signature}" for v in side.plans]
+    return f"{who} used {len(side.plans)} shapes: " + ", ".join(parts)
+
+
+def census_evidence(side: Side) -> list[dict[str, Any]]:
+    return [
+        {"fingerprint": v.fingerprint, "signature": v.signature, "samples": v.samples}
+        for v in side.plans
+    ]
+
+
+def percentiles_text(baseline: TimingStats | None, candidate: TimingStats | None) -> str | None:
+    """`median 2.10 ms -> 2.60 ms, p90 2.40 ms -> 3.10 ms` (None without both sides' stats)."""
+    if baseline is None or candidate is None:
+        return None
+    return (
+        f"median {fmt_ms(baseline.median_ms)} -> {fmt_ms(candidate.median_ms)}, "
+        f"p90 {fmt_ms(baseline.p90_ms)} -> {fmt_ms(candidate.p90_ms)}"
+    )
+
+
+def timing_evidence(comparison: QueryComparison) -> dict[str, Any]:
+    """The measured numbers every finding carries: verdict, ratio, CI, per-side percentiles."""
+    timing = comparison.timing
+    evidence: dict[str, Any] = {
+        "verdict": timing.verdict.value,
+        "ratio": timing.ratio,
+        "ci_low": timing.ci_low,
+        "ci_high": timing.ci_high,
+        "p_value": timing.p_value,
+        "min_effect": timing.min_effect,
+        "noise_floor": timing.noise_floor,
+    }
+    for who, side in (("baseline", comparison.baseline), ("candidate", comparison.candidate)):
+        stats = side.timing
+        evidence[f"{who}_samples"] = stats.n if stats else len(side.durations_ms)
+        evidence[f"{who}_median_ms"] = stats.median_ms if stats else None
+        evidence[f"{who}_p90_ms"] = stats.p90_ms if stats else None
+        evidence[f"{who}_p99_ms"] = stats.p99_ms if stats else None
+    return evidence
+
+
+def node_at(plan: Plan, path: str) -> PlanNode:
+    """The node at a `walk()` path such as '0.1.0'."""
+    for node_path, node in plan.nodes():
+        if node_path == path:
+            return node
+    raise KeyError(path)

@@ -1,0 +1,121 @@
+"""PS3xx divergence: the planner's estimates disagree with what was measured."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from detector.model import Finding, QueryComparison, Severity, Side, Verdict
+from rules.base import rule
+from rules.common import emit, fmt_cost, fmt_ratio, plan_cost, relative_gap, timing_evidence
+
+#: Settings that move plan costs or the clock without moving the cost (prefetching).
+COST_SETTINGS = (
+    "random_page_cost",
+    "seq_page_cost",
+    "cpu_tuple_cost",
+    "cpu_index_tuple_cost",
+    "cpu_operator_cost",
+    "effective_cache_size",
+    "effective_io_concurrency",
+    "maintenance_io_concurrency",
+    "work_mem",
+    "parallel_setup_cost",
+    "parallel_tuple_cost",
+)
+_GENERIC_HINT = "random_page_cost, effective_io_concurrency?"
+
+
+def settings_diff(baseline: Side, candidate: Side) -> dict[str, tuple[str | None, str | None]]:
+    """Cost-relevant settings whose recorded values differ between the sides (None: not set)."""
+    diff: dict[str, tuple[str | None, str | None]] = {}
+    for name in COST_SETTINGS:
+        before, after = baseline.settings.get(name), candidate.settings.get(name)
+        if before != after:
+            diff[name] = (before, after)
+    return diff
+
+
+def _hint(diff: Mapping[str, tuple[str | None, str | None]]) -> str:
+    if not diff:
+        return _GENERIC_HINT
+    changes = [f"{k} {v[0] or 'default'} -> {v[1] or 'default'}" for k, v in diff.items()]
+    return "settings differ: " + ", ".join(changes)
+
+
+@rule("PS300", "cost-duration-divergence", "divergence", Severity.WARNING, min_cost_gap=0.0)
+def cost_duration_divergence(
+    comparison: QueryComparison, options: Mapping[str, Any]
+) -> Iterator[Finding]:
+    """The planner's cost ranks the two plans in the opposite order to the clock.
+
+    ## What it flags
+    The baseline and candidate dominant plans differ, and the candidate plan was
+    estimated cheaper (by a relative gap of at least `min_cost_gap`, default 0.0: any
+    cheaper estimate) but measured slower (timing verdict `regressed`): warning. The
+    mirror case, estimated dearer but measured faster (`improved`), is info. Inconclusive
+    or unchanged timings never fire. The message gives both ratios, candidate over
+    baseline, and the cost-relevant settings that differ between the sides.
+
+    The costs come from each side's own planner (disable_cost removed). Under the same
+    cost settings they are comparable; when random_page_cost and friends differ, they
+    are in different units, which is itself the likely explanation.
+
+    ## Why it matters
+    The planner picks the plan it estimates cheapest. Seed 000: with random_page_cost 4
+    against a measured ~25-35, index and sequential scan costs cross at 2.2% selectivity
+    but durations cross at 0.2%, so between the two the planner picks the slower plan,
+    up to ~10x slower. Seed 001: effective_io_concurrency changes a bitmap scan's
+    duration 4x while its cost stays identical, because the cost model ignores prefetch.
+    A misranking will recur for other parameter values, not only the measured ones.
+
+    ## Example
+    PG 15 Index Scan (cost 28016.1) -> PG 17 Bitmap Heap Scan (cost 27051.0):
+
+        candidate plan estimated 0.966x the cost (27051.0 vs 28016.1) but measured
+        1.15x slower (95% CI of ratio 1.10-1.20): the cost model misranks these plans
+        (random_page_cost, effective_io_concurrency?)
+
+    ## What to do
+    Calibrate the cost settings to the storage and cache the query really sees:
+    random_page_cost (higher for uncached random I/O, lower when the active set is
+    cached), effective_cache_size, effective_io_concurrency. Re-run the comparison after
+    each change; do not pin plans to paper over a cost model that misranks.
+    """
+    if not comparison.plan_changed:
+        return
+    verdict = comparison.timing.verdict
+    ratio = comparison.timing.ratio
+    if ratio is None or verdict not in (Verdict.REGRESSED, Verdict.IMPROVED):
+        return
+    base_cost = plan_cost(comparison.baseline.dominant)
+    cand_cost = plan_cost(comparison.candidate.dominant)
+    if base_cost <= 0 or cand_cost <= 0:
+        return
+    gap = relative_gap(base_cost, cand_cost)
+    if gap < float(options["min_cost_gap"]):
+        return
+    if verdict is Verdict.REGRESSED and cand_cost < base_cost:
+        clock, severity = f"measured {comparison.timing.describe()}", Severity.WARNING
+    elif verdict is Verdict.IMPROVED and cand_cost > base_cost:
+        clock, severity = f"measured {comparison.timing.describe()}", Severity.INFO
+    else:
+        return
+    cost_ratio = cand_cost / base_cost
+    diff = settings_diff(comparison.baseline, comparison.candidate)
+    message = (
+        f"candidate plan estimated {fmt_ratio(cost_ratio)}x the cost "
+        f"({fmt_cost(cand_cost)} vs {fmt_cost(base_cost)}) but {clock}: "
+        f"the cost model misranks these plans ({_hint(diff)})"
+    )
+    evidence: dict[str, Any] = {
+        "baseline_signature": comparison.baseline.dominant.signature,
+        "candidate_signature": comparison.candidate.dominant.signature,
+        "baseline_cost": base_cost,
+        "candidate_cost": cand_cost,
+        "cost_ratio": cost_ratio,
+        "cost_gap": gap,
+        "settings_diff": {k: list(v) for k, v in diff.items()},
+        **timing_evidence(comparison),
+    }
+    yield emit("PS300", comparison, message, evidence, severity)
