@@ -117,6 +117,11 @@ class QueryComparison:
     baseline: Side
     candidate: Side
     timing: TimingComparison
+    point: str | None = None  # sweep point, e.g. "N=8000"
+
+    @property
+    def label(self) -> str:
+        return f"{self.query_name} [{self.point}]" if self.point else self.query_name
 
     @property
     def plan_changed(self) -> bool:

@@ -1,0 +1,230 @@
+"""The EXPLAIN runner: every query x parameter sample on every server x variant, interleaved.
+
+After the warm-up, sample i of a query runs on every side before sample i+1 (A B A B ...), with
+the same parameter values on every side, so drift (cache, autovacuum, a noisy neighbour) hits
+all sides alike. Each statement runs as `EXPLAIN (ANALYZE, BUFFERS, SETTINGS, FORMAT JSON)` in a
+transaction that is always rolled back, with the variant's GUCs set by
+`set_config(name, value, true)` inside that transaction.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import socket
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+import psycopg
+from psycopg.types.string import TextLoader
+
+from collectors.server_info import describe_server
+from collectors.targets import Server
+from detector import __version__
+from detector.errors import PlanshiftError
+from detector.model import Observation, parse_plan
+from detector.store import Store
+from detector.workload import Query, Workload
+
+EXPLAIN = "EXPLAIN (ANALYZE, BUFFERS, SETTINGS, FORMAT JSON) "
+
+ProgressCallback = Callable[[str, int], None]
+
+
+@dataclass
+class Side:
+    """One server x variant: what the store calls a target."""
+
+    server: Server
+    variant: str
+    gucs: dict[str, str]
+    connection: psycopg.Connection[Any]
+    target_id: int = 0
+    name: str = ""
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    label: str = ""
+    repetitions: int | None = None
+    warmup: int | None = None
+    statement_timeout: str = "60s"
+    queries: tuple[str, ...] = ()  # only these query names (default: all)
+    side_names: dict[tuple[str, str], str] = field(default_factory=dict)
+
+
+def side_name(server: str, variant: str, servers: int, variants: int) -> str:
+    """`pg15/fast` in general; just the variant (or server) when the other has one value."""
+    if servers == 1 and variants > 1:
+        return variant
+    if variants == 1:
+        return server
+    return f"{server}/{variant}"
+
+
+def query_key(query: Query) -> str:
+    """Identity of a workload query: libpg_query fingerprint of its SQL with literals removed."""
+    from pglast.parser import ParseError, fingerprint
+
+    sql = query.sql
+    for i, name in enumerate(sorted({p.name for p in query.params} | _sweep(query)), start=1):
+        sql = sql.replace(f"%({name})s", f"${i}")
+    try:
+        return str(fingerprint(sql))
+    except ParseError:
+        return "name:" + query.name
+
+
+def _sweep(query: Query) -> set[str]:
+    return {query.sweep.param} if query.sweep else set()
+
+
+def _connect(server: Server) -> psycopg.Connection[Any]:
+    try:
+        conn = psycopg.connect(server.conninfo, autocommit=True, cursor_factory=psycopg.ClientCursor)
+    except psycopg.OperationalError as exc:
+        raise PlanshiftError(
+            f"cannot connect to target {server.name} ({server.redacted}): {str(exc).strip()}"
+        ) from exc
+    conn.adapters.register_loader("json", TextLoader)
+    return conn
+
+
+def _run_setup(server: Server, conn: psycopg.Connection[Any], statements: Sequence[str]) -> None:
+    for index, statement in enumerate(statements):
+        try:
+            conn.execute(statement.encode())
+        except psycopg.Error as exc:
+            raise PlanshiftError(
+                f"setup statement {index + 1} failed on {server.name}: {str(exc).strip()}",
+                f"statement: {statement[:200]}",
+            ) from exc
+
+
+def _execute(side: Side, sql: str, params: dict[str, Any], timeout: str) -> tuple[str, float]:
+    gucs = {"statement_timeout": timeout, **side.gucs}
+    setters = ", ".join("set_config(%s, %s, true)" for _ in gucs)
+    flat = [item for pair in gucs.items() for item in pair]
+    with side.connection.cursor() as cur, side.connection.transaction(force_rollback=True):
+        cur.execute(f"SELECT {setters}", flat)
+        started = time.perf_counter()
+        cur.execute(EXPLAIN + sql, params)
+        row = cur.fetchone()
+        client_ms = (time.perf_counter() - started) * 1000.0
+    if row is None:
+        raise PlanshiftError("EXPLAIN returned no row")
+    return str(row[0]), client_ms
+
+
+def plan_count(workload: Workload, sides: int, options: RunOptions) -> int:
+    total = 0
+    for query in _selected(workload, options):
+        reps = options.repetitions or query.repetitions or workload.repetitions
+        warmup = workload.warmup if options.warmup is None else options.warmup
+        total += len(query.points()) * (reps + warmup) * sides
+    return total
+
+
+def _selected(workload: Workload, options: RunOptions) -> list[Query]:
+    if not options.queries:
+        return list(workload.queries)
+    return [workload.query(name) for name in options.queries]
+
+
+def run_workload(
+    workload: Workload,
+    servers: Sequence[Server],
+    store: Store,
+    options: RunOptions,
+    progress: ProgressCallback | None = None,
+) -> int:
+    """Run the workload on every server x variant and store each measured execution; returns the run id."""
+    run_id = store.begin_run(
+        options.label or workload.name,
+        workload_hash=workload.content_hash,
+        tool_version=__version__,
+        host=socket.gethostname(),
+    )
+    sides: list[Side] = []
+    try:
+        for server in servers:
+            conn = _connect(server)
+            _run_setup(server, conn, workload.setup)
+            server.info.update(describe_server(conn))
+            for variant, gucs in workload.variants.items():
+                sides.append(Side(server, variant, dict(gucs), conn))
+        for side in sides:
+            side.name = side_name(side.server.name, side.variant, len(servers), len(workload.variants))
+            side.target_id = store.add_target(
+                run_id,
+                side.name,
+                source=side.server.source,
+                server_version_num=side.server.info.get("server_version_num"),
+                gucs=side.gucs,
+                info={**side.server.info, "server": side.server.name, "variant": side.variant},
+            )
+        for query in _selected(workload, options):
+            key = query_key(query)
+            store.upsert_query(key, name=query.name, sql=query.sql)
+            for point, fixed in query.points():
+                store.add_observations(
+                    _measure(workload, query, key, point, fixed, sides, options, progress)
+                )
+        store.finish_run(run_id)
+    except BaseException:
+        store.finish_run(run_id, "failed")
+        raise
+    finally:
+        for conn in {id(s.connection): s.connection for s in sides}.values():
+            conn.close()
+    return run_id
+
+
+def _measure(
+    workload: Workload,
+    query: Query,
+    key: str,
+    point: str | None,
+    fixed: dict[str, Any],
+    sides: Sequence[Side],
+    options: RunOptions,
+    progress: ProgressCallback | None,
+) -> list[Observation]:
+    reps = options.repetitions or query.repetitions or workload.repetitions
+    warmup = workload.warmup if options.warmup is None else options.warmup
+    rng = random.Random(f"{workload.seed}:{query.name}:{point}")
+    observations: list[Observation] = []
+    for index in range(warmup + reps):
+        params = query.parameters(rng, index, fixed)
+        for side in sides:
+            try:
+                plan_json, client_ms = _execute(side, query.sql, params, options.statement_timeout)
+            except psycopg.Error as exc:
+                raise PlanshiftError(
+                    f"query {query.name} failed on {side.name}: {str(exc).strip()}",
+                    f"parameters: {json.dumps(params, default=str)}",
+                ) from exc
+            if progress is not None:
+                progress(f"{query.name} {point or ''}".strip(), 1)
+            if index < warmup:
+                continue
+            plan = parse_plan(plan_json)
+            observations.append(
+                Observation(
+                    target_id=side.target_id,
+                    query_key=key,
+                    params=json.dumps(params, sort_keys=True, default=str),
+                    plan=plan,
+                    plan_json=plan_json,
+                    duration_ms=plan.execution_ms,
+                    planning_ms=plan.planning_ms,
+                    client_ms=client_ms,
+                    sample_index=index - warmup,
+                    collected_at=datetime.now(UTC),
+                    point=point,
+                )
+            )
+    return observations

@@ -1,0 +1,132 @@
+"""Servers a workload runs on: embedded clusters from installed binaries, or existing DSNs."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from psycopg.conninfo import conninfo_to_dict, make_conninfo
+
+from collectors.embedded import EmbeddedCluster
+from collectors.installations import find_installation
+from detector.errors import PlanshiftError
+from detector.workload import TargetSpec
+
+
+@dataclass
+class Server:
+    """A running server. `conninfo` may hold a password: it never leaves this object."""
+
+    name: str
+    conninfo: str
+    source: str  # embedded | dsn
+    info: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def redacted(self) -> str:
+        return redact_conninfo(self.conninfo)
+
+
+def redact_conninfo(conninfo: str) -> str:
+    """The conninfo with any password replaced by '***' (URIs and key=value strings)."""
+    try:
+        params = conninfo_to_dict(conninfo)
+    except Exception:
+        return "<unparseable conninfo>"
+    if "password" in params:
+        params["password"] = "***"
+    return make_conninfo("", **{k: str(v) for k, v in params.items()})
+
+
+def parse_dsn_option(text: str) -> tuple[str, str]:
+    """`NAME=DSN` from the command line (`--dsn prod=postgresql://...`)."""
+    name, sep, dsn = text.partition("=")
+    if not sep or not name or not dsn or " " in name:
+        raise PlanshiftError(
+            f"--dsn {redact_conninfo(text)!s}: expected NAME=DSN",
+            "for example --dsn old=postgresql://user@host:5432/db (put the password in PGPASSWORD or ~/.pgpass)",
+        )
+    return name, dsn
+
+
+def resolve_target_specs(
+    declared: Sequence[TargetSpec], requested: Sequence[str], dsns: Mapping[str, str]
+) -> list[TargetSpec]:
+    """Targets to use: those named on the command line (workload names, versions like `pg17`,
+    or `--dsn` names), else the workload's, else the embedded default installation."""
+    by_name = {t.name: t for t in declared}
+    chosen: list[TargetSpec] = []
+    for name in requested:
+        if name in by_name:
+            chosen.append(by_name[name])
+        elif name in dsns:
+            chosen.append(TargetSpec(name=name, dsn_env=None))
+        else:
+            version = name.removeprefix("pg")
+            if not version.isdigit():
+                known = ", ".join(sorted(by_name) + sorted(dsns)) or "none declared"
+                raise PlanshiftError(
+                    f"unknown target {name!r}",
+                    f"use a workload target ({known}), a version like pg15 or pg17, or --dsn {name}=DSN",
+                )
+            chosen.append(TargetSpec(name=f"pg{version}", postgres=version))
+    chosen.extend(TargetSpec(name=n, dsn_env=None) for n in dsns if n not in requested)
+    if chosen:
+        return chosen
+    if declared:
+        return list(declared)
+    default = find_installation(None)
+    return [TargetSpec(name=default.name, postgres=str(default.major))]
+
+
+@contextmanager
+def open_servers(
+    specs: Sequence[TargetSpec],
+    *,
+    dsns: Mapping[str, str] | None = None,
+    keep: bool = False,
+    pg_bins: Sequence[Path] = (),
+) -> Iterator[list[Server]]:
+    """Start embedded clusters and resolve DSNs; clusters are stopped on exit, errors included."""
+    dsns = dict(dsns or {})
+    with ExitStack() as stack:
+        servers: list[Server] = []
+        for spec in specs:
+            if spec.postgres is not None:
+                installation = find_installation(spec.postgres, pg_bins)
+                cluster = EmbeddedCluster(
+                    installation, keep=keep, settings=dict(spec.settings), name=spec.name
+                )
+                stack.enter_context(cluster)
+                servers.append(
+                    Server(
+                        name=spec.name,
+                        conninfo=cluster.conninfo,
+                        source="embedded",
+                        info={
+                            "bindir": str(installation.bindir),
+                            "origin": installation.origin,
+                            "initdb_options": list(cluster.initdb_options),
+                            "server_settings": dict(cluster.server_settings),
+                        },
+                    )
+                )
+            else:
+                dsn = dsns.get(spec.name)
+                if dsn is None and spec.dsn_env:
+                    dsn = os.environ.get(spec.dsn_env)
+                    if dsn is None:
+                        raise PlanshiftError(
+                            f"target {spec.name}: environment variable {spec.dsn_env} is not set",
+                            f"export {spec.dsn_env}='postgresql://user@host/db'",
+                        )
+                if dsn is None:
+                    raise PlanshiftError(f"target {spec.name}: no DSN given", f"--dsn {spec.name}=DSN")
+                servers.append(
+                    Server(name=spec.name, conninfo=dsn, source="dsn", info={"dsn": redact_conninfo(dsn)})
+                )
+        yield servers

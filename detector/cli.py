@@ -1,0 +1,225 @@
+"""The `planshift` command: thin wiring of collectors, store, compare and reports."""
+
+from __future__ import annotations
+
+import signal
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Annotated, NoReturn
+
+import typer
+from rich.console import Console
+
+from detector.errors import PlanshiftError
+
+app = typer.Typer(
+    name="planshift",
+    help="Find PostgreSQL plan regressions across versions and settings before users do.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+out = Console(highlight=False, soft_wrap=False)
+err = Console(stderr=True, highlight=False)
+
+StoreOption = Annotated[
+    Path, typer.Option("--store", "-s", help="DuckDB file holding runs and observations.")
+]
+DEFAULT_STORE = Path("planshift.duckdb")
+FORMATS = ("terminal", "json")
+
+
+def fail(message: str, hint: str | None = None) -> NoReturn:
+    err.print(f"[bold red]error:[/] {message}", markup=True, highlight=False)
+    if hint:
+        err.print(f"[bold]hint:[/] {hint}")
+    raise typer.Exit(2)
+
+
+@contextmanager
+def user_errors() -> Iterator[None]:
+    try:
+        yield
+    except PlanshiftError as exc:
+        fail(exc.message, exc.hint)
+
+
+@app.command()
+def servers(
+    pg_bin: Annotated[
+        list[Path] | None, typer.Option("--pg-bin", help="Also consider this bin directory.")
+    ] = None,
+) -> None:
+    """List the PostgreSQL installations planshift can start embedded clusters from."""
+    from rich.table import Table
+
+    from collectors.installations import discover
+
+    with user_errors():
+        found = discover(pg_bin or [])
+    if not found:
+        fail("no PostgreSQL installation found", "apt-get install postgresql-15, or pip install 'planshift[pg17,pg18]'")
+    table = Table("name", "version", "origin", "auto_explain", "pg_stat_statements", "bin directory")
+    for inst in found:
+        table.add_row(
+            inst.name,
+            inst.version,
+            inst.origin,
+            "yes" if inst.has_auto_explain else "no",
+            "yes" if inst.has_pg_stat_statements else "no",
+            str(inst.bindir),
+        )
+    out.print(table)
+
+
+@app.command()
+def run(
+    workload: Annotated[Path, typer.Argument(help="Workload file (TOML).")],
+    target: Annotated[
+        list[str] | None,
+        typer.Option("--target", "-t", help="Target: a workload target name, a version (pg15, pg17, pg18) or a --dsn name. Repeatable."),
+    ] = None,
+    dsn: Annotated[
+        list[str] | None, typer.Option("--dsn", help="NAME=DSN of an existing server. Repeatable.")
+    ] = None,
+    store: StoreOption = DEFAULT_STORE,
+    repetitions: Annotated[int | None, typer.Option(help="Measured executions per query and side.")] = None,
+    warmup: Annotated[int | None, typer.Option(help="Unmeasured executions first.")] = None,
+    label: Annotated[str, typer.Option(help="Label stored with the run.")] = "",
+    query: Annotated[list[str] | None, typer.Option("--query", "-q", help="Only this query. Repeatable.")] = None,
+    keep: Annotated[bool, typer.Option(help="Keep embedded clusters' directories after the run.")] = False,
+    pg_bin: Annotated[list[Path] | None, typer.Option("--pg-bin", help="PostgreSQL bin directory to use.")] = None,
+) -> None:
+    """Run a workload on every target x variant and store every execution."""
+    from detector.jobs import execute_run
+
+    with user_errors():
+        run_id = execute_run(
+            workload_path=workload,
+            store_path=store,
+            targets=target or [],
+            dsns=dsn or [],
+            repetitions=repetitions,
+            warmup=warmup,
+            label=label,
+            queries=query or [],
+            keep=keep,
+            pg_bins=pg_bin or [],
+            console=err,
+        )
+    out.print(f"run {run_id} stored in {store}")
+
+
+@app.command()
+def compare(
+    baseline: Annotated[str, typer.Option("--baseline", "-b", help="Baseline side: NAME or NAME@RUN.")],
+    candidate: Annotated[str, typer.Option("--candidate", "-c", help="Candidate side: NAME or NAME@RUN.")],
+    store: StoreOption = DEFAULT_STORE,
+    run_id: Annotated[int | None, typer.Option("--run", help="Run id (default: the latest complete run).")] = None,
+    output_format: Annotated[str, typer.Option("--format", "-f", help="terminal or json.")] = "terminal",
+    output: Annotated[Path | None, typer.Option("--output", "-o", help="Write the report to this file.")] = None,
+    fail_on: Annotated[str, typer.Option(help="Exit 1 when a finding reaches this severity: info, warning, error, never.")] = "error",
+    min_effect: Annotated[float, typer.Option(help="Smallest timing change that counts (0.10 = 10%).")] = 0.10,
+    select: Annotated[list[str] | None, typer.Option(help="Only these rule codes. Repeatable.")] = None,
+    ignore: Annotated[list[str] | None, typer.Option(help="Skip these rule codes. Repeatable.")] = None,
+    verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Show unchanged queries too.")] = False,
+) -> None:
+    """Compare two sides query by query; exit 1 when findings reach --fail-on."""
+    from detector.jobs import compare_and_report
+
+    with user_errors():
+        worst = compare_and_report(
+            store_path=store,
+            baseline=baseline,
+            candidate=candidate,
+            run_id=run_id,
+            output_format=output_format,
+            output=output,
+            min_effect=min_effect,
+            select=select,
+            ignore=ignore or [],
+            verbose=verbose,
+            console=out,
+        )
+        exit_code = failing(worst, fail_on)
+    raise typer.Exit(exit_code)
+
+
+def failing(worst: str | None, fail_on: str) -> int:
+    from detector.model import Severity
+
+    if fail_on == "never" or worst is None:
+        return 0
+    return 1 if Severity(worst).rank >= Severity.parse(fail_on).rank else 0
+
+
+@app.command()
+def runs(store: StoreOption = DEFAULT_STORE) -> None:
+    """List the runs in the store with their targets."""
+    from rich.table import Table
+
+    from detector.store import Store
+
+    with user_errors():
+        if not store.exists():
+            raise PlanshiftError(f"store {store} does not exist", "run `planshift run WORKLOAD.toml` first")
+        with Store(store, read_only=True) as db:
+            table = Table("run", "label", "started", "status", "targets")
+            targets = db.targets()
+            for record in db.runs():
+                names = ", ".join(t.name for t in targets if t.run_id == record.run_id)
+                table.add_row(
+                    str(record.run_id), record.label, str(record.started_at)[:19], record.status, names
+                )
+    out.print(table)
+
+
+@app.command()
+def rules(code: Annotated[str | None, typer.Argument(help="Rule code or name.")] = None) -> None:
+    """List the rule catalog, or print one rule's documentation."""
+    from rich.table import Table
+
+    from rules import all_rules, get_rule
+
+    if code is None:
+        table = Table("code", "name", "severity", "summary")
+        for rule in all_rules():
+            table.add_row(rule.code, rule.name, rule.severity.value, rule.summary)
+        out.print(table)
+        return
+    try:
+        rule = get_rule(code)
+    except LookupError as exc:
+        fail(str(exc).strip("'\""), "`planshift rules` lists the catalog")
+    out.print(f"[bold]{rule.code} {rule.name}[/] (family {rule.family}, default severity {rule.severity.value})")
+    out.print(rule.doc, markup=False)
+    if rule.options:
+        out.print("options: " + ", ".join(f"{k} = {v!r}" for k, v in rule.options.items()), markup=False)
+
+
+@app.command()
+def demo(
+    store: StoreOption = Path("planshift-demo.duckdb"),
+    workload: Annotated[Path | None, typer.Option(help="Workload (default: examples/demo/workload.toml).")] = None,
+    repetitions: Annotated[int | None, typer.Option(help="Measured executions per query and side.")] = None,
+) -> None:
+    """Start an embedded PostgreSQL, run the demo workload under two GUC variants, compare them."""
+    from detector.jobs import run_demo
+
+    with user_errors():
+        run_demo(store_path=store, workload=workload, repetitions=repetitions, console=out, progress_console=err)
+
+
+def _terminate(signum: int, frame: object) -> None:
+    raise SystemExit(128 + signum)
+
+
+def main() -> None:
+    signal.signal(signal.SIGTERM, _terminate)
+    try:
+        app()
+    except KeyboardInterrupt:
+        err.print("interrupted: embedded clusters stopped")
+        sys.exit(130)

@@ -1,0 +1,207 @@
+"""Pair two sides of stored runs query by query, compute statistics, apply the rules."""
+
+from __future__ import annotations
+
+import statistics
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from detector import stats
+from detector.errors import PlanshiftError
+from detector.model import (
+    ComparisonResult,
+    Plan,
+    PlanVariant,
+    QueryComparison,
+    Side,
+)
+from detector.store import ObservationRow, Store, TargetRecord
+from rules import run_rules
+
+
+@dataclass(frozen=True)
+class CompareOptions:
+    min_effect: float = 0.10
+    alpha: float = 0.05
+    min_samples: int = 5
+    select: tuple[str, ...] | None = None
+    ignore: tuple[str, ...] = ()
+    rule_options: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    noise_floors: Mapping[str, float] = field(default_factory=dict)  # per query label
+    query: str | None = None  # only this query name
+
+
+def resolve_side(store: Store, spec: str, run_id: int | None) -> TargetRecord:
+    """A side by name: `NAME` (in run_id or the latest complete run) or `NAME@RUN`.
+
+    NAME matches a target's full name (`pg15/fast`), or its server or variant part when unique.
+    """
+    name, _, run_text = spec.partition("@")
+    if run_text:
+        if not run_text.isdigit():
+            raise PlanshiftError(f"{spec!r}: the run after '@' must be a run id", "see `planshift runs`")
+        run_id = int(run_text)
+    if run_id is None:
+        run_id = store.latest_run_id()
+        if run_id is None:
+            raise PlanshiftError(
+                f"no complete run in {store.path}", "run `planshift run WORKLOAD.toml` first"
+            )
+    targets = store.targets([run_id])
+    if not targets:
+        raise PlanshiftError(f"run {run_id} not found in {store.path}", "see `planshift runs`")
+    exact = [t for t in targets if t.name == name]
+    if exact:
+        return exact[0]
+    partial = [
+        t for t in targets if name in (t.info.get("server"), t.info.get("variant"))
+    ]
+    if len(partial) == 1:
+        return partial[0]
+    names = ", ".join(t.name for t in targets)
+    problem = "is ambiguous" if partial else "matches no target"
+    raise PlanshiftError(f"{name!r} {problem} in run {run_id}", f"targets of run {run_id}: {names}")
+
+
+def compare_sides(
+    store: Store,
+    baseline: TargetRecord,
+    candidate: TargetRecord,
+    options: CompareOptions | None = None,
+) -> ComparisonResult:
+    options = options or CompareOptions()
+    rows = store.observations([baseline.target_id, candidate.target_id])
+    grouped: dict[tuple[str, str | None], dict[int, list[ObservationRow]]] = defaultdict(
+        lambda: defaultdict(list)
+    )
+    for row in rows:
+        grouped[(row.query_key, row.point)][row.target_id].append(row)
+    queries = store.queries()
+    comparisons: list[QueryComparison] = []
+    plan_cache: dict[str, tuple[str, Plan]] = {}
+    for (key, point), by_target in sorted(grouped.items(), key=lambda kv: _order(kv[0], queries)):
+        base_rows = by_target.get(baseline.target_id, [])
+        cand_rows = by_target.get(candidate.target_id, [])
+        record = queries.get(key)
+        name = record.name if record else key
+        if options.query and options.query != name:
+            continue
+        if not base_rows or not cand_rows:
+            continue
+        label = f"{name} [{point}]" if point else name
+        base_side = _side(store, baseline, base_rows, plan_cache)
+        cand_side = _side(store, candidate, cand_rows, plan_cache)
+        timing = stats.compare_timings(
+            base_side.durations_ms,
+            cand_side.durations_ms,
+            min_effect=options.min_effect,
+            alpha=options.alpha,
+            min_samples=options.min_samples,
+            noise_floor=options.noise_floors.get(label),
+        )
+        comparisons.append(
+            QueryComparison(
+                query_key=key,
+                query_name=name,
+                sql=record.sql if record else "",
+                baseline=base_side,
+                candidate=cand_side,
+                timing=timing,
+                point=point,
+            )
+        )
+    findings = []
+    for comparison in comparisons:
+        findings.extend(
+            run_rules(
+                comparison,
+                select=options.select,
+                ignore=options.ignore,
+                options=options.rule_options,
+            )
+        )
+    findings.sort(key=lambda f: f.sort_key())
+    return ComparisonResult(
+        baseline=baseline.name,
+        candidate=candidate.name,
+        run_ids=tuple(sorted({baseline.run_id, candidate.run_id})),
+        queries=tuple(comparisons),
+        findings=tuple(findings),
+        settings_diff=settings_diff(baseline, candidate),
+        versions=(baseline.server_version_num, candidate.server_version_num),
+    )
+
+
+def _order(key: tuple[str, str | None], queries: Mapping[str, Any]) -> tuple[str, int, str]:
+    """Queries by name; sweep points numerically when they are `param=number`."""
+    query_key, point = key
+    record = queries.get(query_key)
+    name = record.name if record else query_key
+    if point is None:
+        return (name, 0, "")
+    value = point.partition("=")[2]
+    try:
+        return (name, int(float(value)), point)
+    except ValueError:
+        return (name, 0, point)
+
+
+def _side(
+    store: Store,
+    target: TargetRecord,
+    rows: Sequence[ObservationRow],
+    plan_cache: dict[str, tuple[str, Plan]],
+) -> Side:
+    by_fingerprint: dict[str, list[ObservationRow]] = defaultdict(list)
+    for row in rows:
+        by_fingerprint[row.fingerprint].append(row)
+    variants = []
+    for fp, fp_rows in by_fingerprint.items():
+        durations = [r.duration_ms for r in fp_rows if r.duration_ms is not None]
+        if fp not in plan_cache:
+            plan_cache[fp] = (store.plan_record(fp).signature, store.plan(fp))
+        signature, plan = plan_cache[fp]
+        variants.append(
+            PlanVariant(
+                fingerprint=fp,
+                signature=signature,
+                plan=plan,
+                samples=len(fp_rows),
+                median_ms=statistics.median(durations) if durations else None,
+                median_cost=statistics.median(r.total_cost for r in fp_rows),
+            )
+        )
+    variants.sort(key=lambda v: (-v.samples, v.fingerprint))
+    durations = tuple(r.duration_ms for r in rows if r.duration_ms is not None)
+    return Side(
+        label=target.name,
+        server_version_num=target.server_version_num,
+        settings=dict(target.gucs),
+        plans=tuple(variants),
+        durations_ms=durations,
+        timing=stats.timing_stats(durations) if durations else None,
+    )
+
+
+def settings_diff(
+    baseline: TargetRecord, candidate: TargetRecord
+) -> dict[str, tuple[str | None, str | None]]:
+    """GUCs and recorded server settings that differ between the sides (the likely explanation)."""
+    def merged(target: TargetRecord) -> dict[str, str]:
+        values = {k: str(v) for k, v in (target.info.get("settings") or {}).items()}
+        values.update(target.gucs)
+        return values
+
+    left, right = merged(baseline), merged(candidate)
+    diff: dict[str, tuple[str | None, str | None]] = {}
+    for name in sorted(set(left) | set(right)):
+        if left.get(name) != right.get(name):
+            diff[name] = (left.get(name), right.get(name))
+    if baseline.server_version_num != candidate.server_version_num:
+        diff["server_version_num"] = (
+            str(baseline.server_version_num),
+            str(candidate.server_version_num),
+        )
+    return diff

@@ -1,0 +1,171 @@
+"""The jobs behind the CLI commands: run a workload, compare and report, the demo."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+from collectors.runner import ProgressCallback, RunOptions, plan_count, run_workload
+from collectors.targets import open_servers, parse_dsn_option, resolve_target_specs
+from detector.compare import CompareOptions, compare_sides, resolve_side
+from detector.errors import PlanshiftError
+from detector.model import ComparisonResult
+from detector.reports.json_report import render_json
+from detector.reports.terminal import render_terminal
+from detector.store import Store
+from detector.workload import load_workload
+
+DEMO_WORKLOAD = Path(__file__).resolve().parent.parent / "examples" / "demo" / "workload.toml"
+
+
+@contextmanager
+def progress_bar(console: Console, total: int) -> Iterator[ProgressCallback | None]:
+    """A rich progress bar on a terminal; nothing when output is not a TTY."""
+    if not console.is_terminal:
+        yield None
+        return
+    columns = (
+        TextColumn("{task.description:<28}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeRemainingColumn(),
+    )
+    with Progress(*columns, console=console, transient=True) as progress:
+        task = progress.add_task("starting", total=total)
+
+        def advance(description: str, steps: int) -> None:
+            progress.update(task, advance=steps, description=description)
+
+        yield advance
+
+
+def execute_run(
+    *,
+    workload_path: Path,
+    store_path: Path,
+    targets: Sequence[str],
+    dsns: Sequence[str],
+    repetitions: int | None,
+    warmup: int | None,
+    label: str,
+    queries: Sequence[str],
+    keep: bool,
+    pg_bins: Sequence[Path],
+    console: Console,
+) -> int:
+    workload = load_workload(workload_path)
+    dsn_map = dict(parse_dsn_option(text) for text in dsns)
+    specs = resolve_target_specs(workload.targets, targets, dsn_map)
+    options = RunOptions(
+        label=label, repetitions=repetitions, warmup=warmup, queries=tuple(queries)
+    )
+    sides = len(specs) * len(workload.variants)
+    with Store(store_path) as store, open_servers(
+        specs, dsns=dsn_map, keep=keep, pg_bins=pg_bins
+    ) as servers, progress_bar(console, plan_count(workload, sides, options)) as progress:
+        names = ", ".join(s.name for s in servers)
+        console.print(
+            f"running {workload.name}: {len(workload.queries)} queries on {names} "
+            f"x variants {', '.join(workload.variants)}"
+        )
+        return run_workload(workload, servers, store, options, progress)
+
+
+def compare_from_store(
+    store_path: Path,
+    baseline: str,
+    candidate: str,
+    run_id: int | None,
+    options: CompareOptions,
+) -> ComparisonResult:
+    if not store_path.exists():
+        raise PlanshiftError(f"store {store_path} does not exist", "run `planshift run WORKLOAD.toml` first")
+    with Store(store_path, read_only=True) as store:
+        base = resolve_side(store, baseline, run_id)
+        cand = resolve_side(store, candidate, run_id)
+        if base.target_id == cand.target_id:
+            raise PlanshiftError(
+                f"baseline and candidate are the same target ({base.name})",
+                "name two different targets or runs (NAME@RUN)",
+            )
+        return compare_sides(store, base, cand, options)
+
+
+def compare_and_report(
+    *,
+    store_path: Path,
+    baseline: str,
+    candidate: str,
+    run_id: int | None,
+    output_format: str,
+    output: Path | None,
+    min_effect: float,
+    select: Sequence[str] | None,
+    ignore: Sequence[str],
+    verbose: bool,
+    console: Console,
+) -> str | None:
+    """Print or write the report; returns the worst finding severity (None when clean)."""
+    if output_format not in ("terminal", "json"):
+        raise PlanshiftError(f"unknown format {output_format!r}", "use --format terminal or --format json")
+    if not 0 <= min_effect < 10:
+        raise PlanshiftError(f"--min-effect {min_effect}: expected a fraction like 0.10")
+    options = CompareOptions(
+        min_effect=min_effect, select=tuple(select) if select else None, ignore=tuple(ignore)
+    )
+    result = compare_from_store(store_path, baseline, candidate, run_id, options)
+    if output_format == "json":
+        text = render_json(result)
+        if output:
+            output.write_text(text)
+        else:
+            console.out(text, end="", highlight=False)
+    elif output:
+        with output.open("w") as handle:
+            render_terminal(result, Console(file=handle, width=160), verbose=verbose)
+    else:
+        render_terminal(result, console, verbose=verbose)
+    worst = result.worst_severity()
+    return worst.value if worst else None
+
+
+def run_demo(
+    *,
+    store_path: Path,
+    workload: Path | None,
+    repetitions: int | None,
+    console: Console,
+    progress_console: Console,
+) -> None:
+    path = workload or DEMO_WORKLOAD
+    if not path.exists():
+        raise PlanshiftError(f"demo workload {path} not found", "run from a checkout, or pass --workload")
+    loaded = load_workload(path)
+    variants = list(loaded.variants)
+    if len(variants) != 2:
+        raise PlanshiftError(f"{path.name}: the demo needs exactly two [variants], found {len(variants)}")
+    run_id = execute_run(
+        workload_path=path,
+        store_path=store_path,
+        targets=[],
+        dsns=[],
+        repetitions=repetitions,
+        warmup=None,
+        label="demo",
+        queries=[],
+        keep=False,
+        pg_bins=[],
+        console=progress_console,
+    )
+    console.print(f"run {run_id} stored in {store_path}; comparing {variants[0]} -> {variants[1]}\n")
+    options = CompareOptions()
+    result = compare_from_store(store_path, variants[0], variants[1], run_id, options)
+    render_terminal(result, console, verbose=True)
+    console.print(
+        f"\nsame comparison as: planshift compare --store {store_path} "
+        f"--baseline {variants[0]} --candidate {variants[1]}"
+    )

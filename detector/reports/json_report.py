@@ -1,0 +1,109 @@
+"""`--format json`: a versioned, deterministic document (sorted keys, stable order)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from detector import __version__
+from detector.model import ComparisonResult, PlanVariant, QueryComparison, Side, TimingStats
+
+FORMAT_VERSION = 1
+
+
+def _round(value: float | None, digits: int = 4) -> float | None:
+    return None if value is None else round(value, digits)
+
+
+def _timing(stats: TimingStats | None) -> dict[str, Any] | None:
+    if stats is None:
+        return None
+    return {
+        "n": stats.n,
+        "median_ms": _round(stats.median_ms),
+        "p90_ms": _round(stats.p90_ms),
+        "p99_ms": _round(stats.p99_ms),
+        "min_ms": _round(stats.min_ms),
+        "max_ms": _round(stats.max_ms),
+    }
+
+
+def _plan(variant: PlanVariant) -> dict[str, Any]:
+    return {
+        "fingerprint": variant.fingerprint,
+        "signature": variant.signature,
+        "samples": variant.samples,
+        "median_ms": _round(variant.median_ms),
+        "median_cost": _round(variant.median_cost, 2),
+    }
+
+
+def _side(side: Side) -> dict[str, Any]:
+    return {
+        "target": side.label,
+        "server_version_num": side.server_version_num,
+        "settings": dict(sorted(side.settings.items())),
+        "plans": [_plan(p) for p in side.plans],
+        "timing": _timing(side.timing),
+    }
+
+
+def _query(query: QueryComparison) -> dict[str, Any]:
+    timing = query.timing
+    return {
+        "query_key": query.query_key,
+        "name": query.query_name,
+        "point": query.point,
+        "sql": query.sql,
+        "plan_changed": query.plan_changed,
+        "baseline": _side(query.baseline),
+        "candidate": _side(query.candidate),
+        "timing": {
+            "verdict": timing.verdict.value,
+            "ratio": _round(timing.ratio),
+            "ci_low": _round(timing.ci_low),
+            "ci_high": _round(timing.ci_high),
+            "p_value": _round(timing.p_value, 6),
+            "min_effect": timing.min_effect,
+            "noise_floor": _round(timing.noise_floor),
+            "summary": timing.describe(),
+        },
+    }
+
+
+def to_document(result: ComparisonResult) -> dict[str, Any]:
+    return {
+        "format_version": FORMAT_VERSION,
+        "tool": {"name": "planshift", "version": __version__},
+        "baseline": result.baseline,
+        "candidate": result.candidate,
+        "run_ids": list(result.run_ids),
+        "server_version_num": {"baseline": result.versions[0], "candidate": result.versions[1]},
+        "settings_diff": {
+            name: {"baseline": left, "candidate": right}
+            for name, (left, right) in sorted(result.settings_diff.items())
+        },
+        "summary": {
+            "queries": len(result.queries),
+            "verdicts": result.verdict_counts(),
+            "findings": len(result.findings),
+            "worst_severity": (result.worst_severity() or None) and str(result.worst_severity()),
+        },
+        "findings": [
+            {
+                "code": f.code,
+                "name": f.name,
+                "severity": f.severity.value,
+                "query_key": f.query_key,
+                "query": f.query_name,
+                "message": f.message,
+                "evidence": f.evidence,
+            }
+            for f in result.findings
+        ],
+        "queries": [_query(q) for q in result.queries],
+    }
+
+
+def render_json(result: ComparisonResult) -> str:
+    return json.dumps(to_document(result), indent=2, sort_keys=True, default=str) + "\n"
