@@ -45,7 +45,7 @@ class Installation:
 
     @property
     def major(self) -> int:
-        return self.version_num // 10000 if self.version_num >= 100000 else self.version_num // 100
+        return self.version_num // 10000
 
     @property
     def name(self) -> str:

