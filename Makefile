@@ -1,0 +1,21 @@
+# The README's two commands: `make demo` and `make test`. Both create/reuse .venv first.
+VENV ?= .venv
+BIN := $(VENV)/bin
+
+.PHONY: demo test lint bootstrap bench
+
+bootstrap:
+	@VENV=$(VENV) bash scripts/bootstrap.sh
+
+demo: bootstrap
+	$(BIN)/planshift demo
+
+lint: bootstrap
+	$(BIN)/ruff check .
+	$(BIN)/mypy
+
+test: lint
+	$(BIN)/pytest -q
+
+bench: bootstrap
+	$(BIN)/python bench/bench_stats.py
