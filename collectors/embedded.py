@@ -260,7 +260,9 @@ class EmbeddedCluster:
                 f"{program} failed for {self.installation.describe()} (exit {result.returncode}):\n"
                 + "\n".join(output)
                 + self._log_tail(),
-                f"cluster directory: {self._dir}",
+                f"kept for inspection: {self._dir}"
+                if self.keep
+                else "keep the cluster directory for inspection with keep=True",
             )
         return result.stdout
 

@@ -1,0 +1,203 @@
+"""Embedded clusters on real PostgreSQL: lifecycle, settings in effect, failures, crash cleanup."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import psycopg
+import pytest
+
+from collectors.embedded import (
+    DEFAULT_INITDB_OPTIONS,
+    EmbeddedCluster,
+    process_alive,
+    read_pid,
+    reap_orphans,
+)
+from collectors.installations import Installation, find_installation
+from detector.errors import PlanshiftError
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+FreshDb = Callable[[EmbeddedCluster], str]
+
+
+@pytest.fixture
+def base_dir() -> Iterator[Path]:
+    """A cluster base dir the unprivileged server user can reach (pytest's tmp_path is 0700)."""
+    parent = Path(tempfile.mkdtemp(prefix="planshift-test-"))
+    parent.chmod(0o755)
+    yield parent / "clusters"
+    reap_orphans(parent / "clusters")
+    shutil.rmtree(parent, ignore_errors=True)
+
+
+@pytest.fixture
+def pg15_install() -> Installation:
+    return find_installation(15)
+
+
+def _show(conninfo: str, name: str) -> str:
+    with psycopg.connect(conninfo) as conn:
+        row = conn.execute("SELECT current_setting(%s)", [name]).fetchone()
+    assert row is not None
+    return str(row[0])
+
+
+def _postmaster_pid(cluster: EmbeddedCluster) -> int:
+    pid = read_pid(cluster.data_dir / "postmaster.pid")
+    assert pid is not None
+    return pid
+
+
+def test_query_and_version(pg_any: EmbeddedCluster) -> None:
+    with psycopg.connect(pg_any.conninfo) as conn:
+        query = "SELECT version(), current_setting('server_version_num')::int"
+        row = conn.execute(query).fetchone()
+    assert row is not None
+    assert row[0].startswith(f"PostgreSQL {pg_any.installation.version}")
+    assert row[1] == pg_any.installation.version_num
+
+
+def test_settings_in_effect(pg_any: EmbeddedCluster) -> None:
+    conninfo = pg_any.conninfo
+    assert _show(conninfo, "shared_preload_libraries") == "auto_explain,pg_stat_statements"
+    assert _show(conninfo, "compute_query_id") == "on"
+    assert _show(conninfo, "listen_addresses") == ""
+    assert _show(conninfo, "unix_socket_directories") == str(pg_any.socket_dir)
+    assert _show(conninfo, "port") == "5432"
+    assert _show(conninfo, "max_connections") == "30"
+    for name in ("fsync", "synchronous_commit", "full_page_writes", "data_checksums"):
+        assert _show(conninfo, name) == "off", name
+    assert pg_any.server_settings["compute_query_id"] == "on"
+    assert pg_any.initdb_options[: len(DEFAULT_INITDB_OPTIONS)] == DEFAULT_INITDB_OPTIONS
+    assert ("--no-data-checksums" in pg_any.initdb_options) == (pg_any.installation.major >= 18)
+
+
+def test_extensions_usable(pg_any: EmbeddedCluster, fresh_db: FreshDb) -> None:
+    conninfo = fresh_db(pg_any)
+    with psycopg.connect(conninfo) as conn:
+        conn.execute("CREATE EXTENSION pg_stat_statements")
+        conn.execute("SELECT 1")
+        row = conn.execute("SELECT count(*) FROM pg_stat_statements").fetchone()
+        assert row is not None and row[0] >= 1
+        assert conn.execute("SHOW auto_explain.log_min_duration").fetchone() == ("-1",)
+
+
+def test_server_runs_unprivileged(pg_any: EmbeddedCluster) -> None:
+    owner = pg_any.data_dir.stat().st_uid
+    postmaster_uid = os.stat(f"/proc/{_postmaster_pid(pg_any)}").st_uid
+    assert postmaster_uid == owner
+    if os.geteuid() == 0:
+        assert owner != 0
+
+
+def test_fresh_db_is_separate(pg15: EmbeddedCluster, fresh_db: FreshDb) -> None:
+    first, second = fresh_db(pg15), fresh_db(pg15)
+    with psycopg.connect(first) as conn:
+        conn.execute("CREATE TABLE only_here (x int)")
+    with psycopg.connect(second) as conn:
+        row = conn.execute("SELECT to_regclass('only_here') IS NULL").fetchone()
+    assert row == (True,)
+
+
+def test_lifecycle_stop_removes_dir(pg15_install: Installation, base_dir: Path) -> None:
+    cluster = EmbeddedCluster(pg15_install, base_dir=base_dir)
+    started = time.monotonic()
+    cluster.start()
+    assert time.monotonic() - started < 10
+    assert base_dir.stat().st_mode & 0o7777 == 0o1777
+    assert read_pid(cluster.socket_dir / "owner.pid") == os.getpid()
+    pid = _postmaster_pid(cluster)
+    assert process_alive(pid) and cluster.running
+    cluster.stop()
+    assert not cluster.running
+    assert not process_alive(pid)
+    assert cluster.cluster_dir is not None and not cluster.cluster_dir.exists()
+    cluster.stop()  # idempotent
+
+
+def test_context_manager_and_caller_settings(pg15_install: Installation, base_dir: Path) -> None:
+    settings = {"work_mem": "7MB", "max_connections": "12", "application_name": "it's mine"}
+    with EmbeddedCluster(pg15_install, base_dir=base_dir, settings=settings, name="ctx") as cluster:
+        assert cluster.socket_dir.name.startswith("ctx-")
+        assert _show(cluster.conninfo, "work_mem") == "7MB"
+        assert _show(cluster.conninfo, "max_connections") == "12"
+        assert _show(cluster.conninfo, "application_name") == "it's mine"
+        assert cluster.server_settings["max_connections"] == "12"
+        cluster_dir = cluster.socket_dir
+    assert not cluster_dir.exists()
+
+
+def test_keep_true_keeps_dir(pg15_install: Installation, base_dir: Path) -> None:
+    cluster = EmbeddedCluster(pg15_install, base_dir=base_dir, keep=True)
+    cluster.start()
+    pid = _postmaster_pid(cluster)
+    cluster.stop()
+    assert not process_alive(pid)
+    assert (cluster.data_dir / "PG_VERSION").read_text().strip() == "15"
+    assert reap_orphans(base_dir) == 0
+    assert cluster.data_dir.exists()
+
+
+def test_start_failure_reports_log_tail(pg15_install: Installation, base_dir: Path) -> None:
+    cluster = EmbeddedCluster(pg15_install, base_dir=base_dir, settings={"shared_buffers": "lots"})
+    expected = 'invalid value for parameter "shared_buffers"'
+    with pytest.raises(PlanshiftError, match=expected) as info:
+        cluster.start()
+    assert "server log (tail)" in info.value.message
+    assert not cluster.running
+    assert list(base_dir.iterdir()) == []
+
+
+def test_socket_path_too_long(pg15_install: Installation, base_dir: Path) -> None:
+    cluster = EmbeddedCluster(pg15_install, base_dir=base_dir / ("x" * 90))
+    with pytest.raises(PlanshiftError, match="unix socket path too long"):
+        cluster.start()
+
+
+_CRASHING_OWNER = """
+import sys, time
+from pathlib import Path
+from collectors.embedded import EmbeddedCluster
+from collectors.installations import find_installation
+cluster = EmbeddedCluster(find_installation(15), base_dir=Path(sys.argv[1]))
+cluster.start()
+print(cluster.data_dir, flush=True)
+time.sleep(600)
+"""
+
+
+def test_reap_orphans_after_owner_is_killed(base_dir: Path) -> None:
+    owner = subprocess.Popen(
+        [sys.executable, "-c", _CRASHING_OWNER, str(base_dir)],
+        stdout=subprocess.PIPE,
+        text=True,
+        cwd=REPO_ROOT,
+        env={**os.environ, "PYTHONPATH": str(REPO_ROOT)},
+    )
+    assert owner.stdout is not None
+    data_dir = Path(owner.stdout.readline().strip())
+    postmaster = read_pid(data_dir / "postmaster.pid")
+    assert postmaster is not None
+    owner.send_signal(signal.SIGKILL)
+    owner.wait(timeout=10)
+    assert process_alive(postmaster), "the postmaster outlives its owner"
+    assert reap_orphans(base_dir) == 1
+    assert not process_alive(postmaster)
+    assert not data_dir.parent.exists()
+    assert reap_orphans(base_dir) == 0
+
+
+def test_reap_orphans_leaves_live_clusters(pg15_install: Installation, base_dir: Path) -> None:
+    with EmbeddedCluster(pg15_install, base_dir=base_dir) as cluster:
+        assert reap_orphans(base_dir) == 0
+        assert _show(cluster.conninfo, "port") == "5432"
+    assert reap_orphans(base_dir / "missing") == 0
