@@ -1,8 +1,9 @@
 """The EXPLAIN runner: every query x parameter sample on every server x variant, interleaved.
 
-After the warm-up, sample i of a query runs on every side before sample i+1 (A B A B ...), with
+After the warm-up, sample i of a query runs on every side before sample i+1 (A B, B A, ...), with
 the same parameter values on every side, so drift (cache, autovacuum, a noisy neighbour) hits
-all sides alike. Each statement runs as `EXPLAIN (ANALYZE, BUFFERS, SETTINGS, FORMAT JSON)` in a
+all sides alike; the side that goes first rotates, so the cache one execution warms for the
+next favours no side. Each statement runs as `EXPLAIN (ANALYZE, BUFFERS, SETTINGS, FORMAT JSON)` in a
 transaction that is always rolled back, with the variant's GUCs set by
 `set_config(name, value, true)` inside that transaction.
 """
@@ -119,6 +120,13 @@ def _execute(side: Side, sql: str, params: dict[str, Any], timeout: str) -> tupl
     return str(row[0]), client_ms
 
 
+def rotated(sides: Sequence[Side], index: int) -> list[Side]:
+    """Sample i starts with side i mod n: each side runs first equally often, so the cache the
+    first execution warms for the same parameters does not always favour the same side."""
+    shift = index % len(sides)
+    return [*sides[shift:], *sides[:shift]]
+
+
 def plan_count(workload: Workload, sides: int, options: RunOptions) -> int:
     total = 0
     for query in _selected(workload, options):
@@ -199,7 +207,7 @@ def _measure(
     observations: list[Observation] = []
     for index in range(warmup + reps):
         params = query.parameters(rng, index, fixed)
-        for side in sides:
+        for side in rotated(sides, index):
             try:
                 plan_json, client_ms = _execute(side, query.sql, params, options.statement_timeout)
             except psycopg.Error as exc:

@@ -90,8 +90,9 @@ def node_label(node: PlanNode) -> str:
     qualifiers = [q for q in (node.join_type, node.strategy, node.partial_mode) if q]
     if node.join_type == "Inner":
         qualifiers.remove("Inner")
-    if node.strategy == "Plain":
-        qualifiers.remove("Plain")
+    for implicit in ("Plain", "Simple"):
+        if implicit in qualifiers:
+            qualifiers.remove(implicit)
     if qualifiers:
         name += "[" + ",".join(qualifiers) + "]"
     target = [t for t in (node.qualified_relation, node.index_name, node.cte_name) if t]
