@@ -1,0 +1,158 @@
+from __future__ import annotations
+
+from collections import defaultdict
+from pathlib import Path
+
+import psycopg
+import pytest
+from psycopg.conninfo import make_conninfo
+
+from collectors.embedded import EmbeddedCluster
+from collectors.runner import RunOptions, plan_count, run_workload
+from collectors.targets import open_servers, redact_conninfo, resolve_target_specs
+from detector.errors import PlanshiftError
+from detector.store import Store
+from detector.workload import load_workload
+from tests.conftest import FreshDb
+
+WORKLOAD = """
+[workload]
+name = "runner-test"
+repetitions = 4
+warmup = 1
+
+[setup]
+sql = '''
+DROP TABLE IF EXISTS t;
+CREATE TABLE t (id int PRIMARY KEY, v int NOT NULL);
+INSERT INTO t SELECT i, i % 100 FROM generate_series(1, 20000) i;
+VACUUM ANALYZE t;
+'''
+
+[variants.index]
+enable_bitmapscan = "off"
+[variants.bitmap]
+enable_indexscan = "off"
+enable_indexonlyscan = "off"
+
+[[queries]]
+name = "range"
+sql = "SELECT sum(v) FROM t WHERE id BETWEEN %(lo)s AND %(lo)s + 500"
+params = { lo = { range = [1, 19000] } }
+
+[[queries]]
+name = "write"
+sql = "UPDATE t SET v = -1 WHERE id = %(id)s"
+params = { id = { values = [7] } }
+"""
+
+
+def run(tmp_path: Path, conninfo: str, text: str = WORKLOAD) -> tuple[Store, int]:
+    path = tmp_path / "workload.toml"
+    path.write_text(text)
+    workload = load_workload(path)
+    specs = resolve_target_specs(workload.targets, [], {"local": conninfo})
+    store = Store(tmp_path / "store.duckdb")
+    with open_servers(specs, dsns={"local": conninfo}) as servers:
+        run_id = run_workload(workload, servers, store, RunOptions())
+    return store, run_id
+
+
+def test_runner_stores_every_execution_of_every_side(
+    tmp_path: Path, pg15: EmbeddedCluster, fresh_db: FreshDb
+) -> None:
+    store, run_id = run(tmp_path, fresh_db(pg15))
+    with store:
+        targets = {t.name: t for t in store.targets([run_id])}
+        assert set(targets) == {"index", "bitmap"}
+        assert targets["bitmap"].gucs == {"enable_indexscan": "off", "enable_indexonlyscan": "off"}
+        assert targets["index"].server_version_num // 10000 == 15
+        assert targets["index"].info["tables"]["t"]["rows"] == 20000
+        rows = store.observations([t.target_id for t in targets.values()])
+        assert len(rows) == 2 * 2 * 4  # queries x sides x repetitions (warm-up not stored)
+        signatures: dict[tuple[str, str], set[str]] = defaultdict(set)
+        queries = store.queries()
+        for row in rows:
+            side = "index" if row.target_id == targets["index"].target_id else "bitmap"
+            signatures[(queries[row.query_key].name, side)].add(
+                store.plan_record(row.fingerprint).signature
+            )
+            assert row.duration_ms is not None and row.duration_ms > 0
+            assert row.client_ms is not None and row.client_ms >= row.duration_ms
+        assert signatures[("range", "index")] == {"Aggregate > IndexScan(t t_pkey)"}
+        assert signatures[("range", "bitmap")] == {
+            "Aggregate > BitmapHeapScan(t) > BitmapIndexScan(t_pkey)"
+        }
+        # the variant's GUCs were in effect: EXPLAIN (SETTINGS) lists them
+        bitmap_plan = next(
+            store.plan(r.fingerprint) for r in rows if r.target_id == targets["bitmap"].target_id
+        )
+        assert bitmap_plan.settings.get("enable_indexscan") == "off"
+
+
+def test_same_parameters_on_every_side_and_the_first_side_rotates(
+    tmp_path: Path, pg15: EmbeddedCluster, fresh_db: FreshDb
+) -> None:
+    store, run_id = run(tmp_path, fresh_db(pg15))
+    with store:
+        targets = store.targets([run_id])
+        rows = [r for r in store.observations([t.target_id for t in targets])]
+        by_sample: dict[tuple[str, int], list] = defaultdict(list)  # type: ignore[type-arg]
+        for row in rows:
+            by_sample[(row.query_key, row.sample_index)].append(row)
+        firsts = []
+        for sample_rows in by_sample.values():
+            assert len({r.params for r in sample_rows}) == 1
+            firsts.append(min(sample_rows, key=lambda r: r.collected_at).target_id)
+        assert len(set(firsts)) == 2, "each side goes first for some samples"
+
+
+def test_writes_under_explain_analyze_are_rolled_back(
+    tmp_path: Path, pg15: EmbeddedCluster, fresh_db: FreshDb
+) -> None:
+    conninfo = fresh_db(pg15)
+    run(tmp_path, conninfo)
+    with psycopg.connect(conninfo) as conn:
+        row = conn.execute("SELECT v FROM t WHERE id = 7").fetchone()
+    assert row == (7,)
+
+
+def test_failing_query_names_query_and_side_and_marks_run_failed(
+    tmp_path: Path, pg15: EmbeddedCluster, fresh_db: FreshDb
+) -> None:
+    text = WORKLOAD.replace("SET v = -1", "SET nosuchcolumn = -1")
+    with pytest.raises(PlanshiftError, match=r"query write failed on (index|bitmap): .*nosuchcolumn"):
+        run(tmp_path, fresh_db(pg15), text)
+    with Store(tmp_path / "store.duckdb") as store:
+        assert [r.status for r in store.runs()] == ["failed"]
+        assert store.latest_run_id() is None
+
+
+def test_failing_setup_is_reported_with_the_statement(
+    tmp_path: Path, pg15: EmbeddedCluster, fresh_db: FreshDb
+) -> None:
+    text = WORKLOAD.replace("VACUUM ANALYZE t;", "VACUUM ANALYZE no_such_table;")
+    with pytest.raises(PlanshiftError, match="setup statement 4 failed on local") as info:
+        run(tmp_path, fresh_db(pg15), text)
+    assert info.value.hint is not None and "no_such_table" in info.value.hint
+
+
+def test_passwords_never_reach_the_store(
+    tmp_path: Path, pg15: EmbeddedCluster, fresh_db: FreshDb
+) -> None:
+    conninfo = make_conninfo(fresh_db(pg15), password="hunter2-secret")
+    store, run_id = run(tmp_path, conninfo)
+    with store:
+        info = store.targets([run_id])[0].info
+        assert "***" in info["dsn"] and "hunter2" not in info["dsn"]
+    assert b"hunter2-secret" not in (tmp_path / "store.duckdb").read_bytes()
+    assert "hunter2" not in redact_conninfo("postgresql://u:hunter2@host/db")
+
+
+def test_plan_count_matches_executions(tmp_path: Path) -> None:
+    path = tmp_path / "w.toml"
+    path.write_text(WORKLOAD)
+    workload = load_workload(path)
+    # 2 queries x (4 + 1 warm-up) x 3 sides
+    assert plan_count(workload, 3, RunOptions()) == 30
+    assert plan_count(workload, 2, RunOptions(repetitions=10, warmup=0, queries=("range",))) == 20
