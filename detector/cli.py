@@ -219,7 +219,7 @@ def _terminate(signum: int, frame: object) -> None:
 def main() -> None:
     signal.signal(signal.SIGTERM, _terminate)
     try:
-        app()
+        app(prog_name="planshift")
     except KeyboardInterrupt:
         err.print("interrupted: embedded clusters stopped")
         sys.exit(130)

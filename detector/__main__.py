@@ -1,0 +1,5 @@
+from __future__ import annotations
+
+from detector.cli import main
+
+main()

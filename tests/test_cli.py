@@ -1,0 +1,140 @@
+"""The command line as a user runs it: a subprocess, real PostgreSQL, exit codes 0/1/2."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from collectors.embedded import EmbeddedCluster
+from detector.cli import app
+from tests.conftest import FreshDb
+
+COMMANDS = sorted(c.name or c.callback.__name__ for c in app.registered_commands if c.callback)
+
+WORKLOAD = """
+[workload]
+name = "cli-test"
+repetitions = 8
+warmup = 1
+
+[setup]
+sql = '''
+DROP TABLE IF EXISTS t;
+CREATE TABLE t (id int PRIMARY KEY, v int NOT NULL, pad text NOT NULL);
+INSERT INTO t SELECT i, i % 100, repeat('x', 200) FROM generate_series(1, 50000) i;
+VACUUM ANALYZE t;
+'''
+
+[variants.indexed]
+enable_seqscan = "off"
+[variants.seqscan]
+enable_indexscan = "off"
+enable_bitmapscan = "off"
+enable_indexonlyscan = "off"
+
+[[queries]]
+name = "lookup"
+sql = "SELECT v FROM t WHERE id = %(id)s"
+params = { id = { range = [1, 50000] } }
+"""
+
+
+def planshift(*args: str | Path, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "detector", *map(str, args)],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        timeout=300,
+    )
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_every_command_has_help(command: str) -> None:
+    result = planshift(command, "--help")
+    assert result.returncode == 0, result.stderr
+    assert "Usage:" in result.stdout and len(result.stdout.splitlines()) > 3
+
+
+def test_no_arguments_prints_usage() -> None:
+    result = planshift()
+    assert "Usage:" in result.stdout + result.stderr
+    assert all(c in result.stdout for c in COMMANDS)
+
+
+def test_missing_store_is_a_usage_error(tmp_path: Path) -> None:
+    result = planshift("compare", "-b", "a", "-c", "b", "--store", tmp_path / "none.duckdb")
+    assert result.returncode == 2
+    assert "error: store" in result.stderr and "hint:" in result.stderr
+
+
+def test_bad_workload_is_a_usage_error_naming_file_and_key(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.toml"
+    bad.write_text(WORKLOAD.replace("range = [1, 50000]", "range = [50000]"))
+    result = planshift("run", bad, "--store", tmp_path / "s.duckdb")
+    assert result.returncode == 2
+    assert "error: bad.toml: queries[0].params.id.range" in result.stderr
+    assert not (tmp_path / "s.duckdb").exists() or "Traceback" not in result.stderr
+
+
+def test_unknown_option_exits_2() -> None:
+    assert planshift("compare", "--no-such-option").returncode == 2
+
+
+def test_rules_lists_the_catalog_and_documents_each_rule() -> None:
+    listing = planshift("rules")
+    assert listing.returncode == 0
+    assert "PS101" in listing.stdout
+    doc = planshift("rules", "PS101")
+    assert doc.returncode == 0
+    for section in ("What it flags", "Why it matters", "Example", "What to do"):
+        assert section in doc.stdout
+    unknown = planshift("rules", "PS999")
+    assert unknown.returncode == 2 and "error:" in unknown.stderr
+
+
+def test_servers_lists_the_system_postgresql() -> None:
+    result = planshift("servers")
+    assert result.returncode == 0, result.stderr
+    assert "/usr/lib/postgresql/15/bin" in result.stdout or "pg1" in result.stdout
+
+
+def test_run_then_compare_exit_codes_and_json(
+    tmp_path: Path, pg15: EmbeddedCluster, fresh_db: FreshDb
+) -> None:
+    workload = tmp_path / "w.toml"
+    workload.write_text(WORKLOAD)
+    store = tmp_path / "s.duckdb"
+    ran = planshift("run", workload, "--store", store, "--dsn", f"local={fresh_db(pg15)}")
+    assert ran.returncode == 0, ran.stderr
+    assert "run 1 stored" in ran.stdout
+
+    args = ("compare", "--store", store, "-b", "indexed", "-c", "seqscan")
+    report = planshift(*args, "--fail-on", "never")
+    assert report.returncode == 0, report.stderr
+    assert "IndexScan(t t_pkey)" in report.stdout and "SeqScan(t)" in report.stdout
+    assert "PS100 plan-shape-changed" in report.stdout
+
+    # a seq scan over 50,000 rows instead of a primary-key lookup: measured slower -> error
+    assert planshift(*args).returncode == 1
+    assert planshift(*args, "--fail-on", "warning").returncode == 1
+    assert planshift(*args, "--ignore", "PS100", "--ignore", "PS200", "--ignore", "PS300").returncode == 0
+
+    as_json = planshift(*args, "--format", "json", "--fail-on", "never")
+    document = json.loads(as_json.stdout)
+    assert document["format_version"] == 1
+    assert document["summary"]["verdicts"]["regressed"] == 1
+    (query,) = document["queries"]
+    assert query["plan_changed"] is True
+    assert query["baseline"]["plans"][0]["samples"] == 8
+    assert query["timing"]["ratio"] > 2
+    again = planshift(*args, "--format", "json", "--fail-on", "never")
+    assert again.stdout == as_json.stdout, "JSON output is deterministic"
+
+    wrong = planshift("compare", "--store", store, "-b", "nosuch", "-c", "seqscan")
+    assert wrong.returncode == 2 and "matches no target" in wrong.stderr
+    assert "indexed, seqscan" in wrong.stderr
