@@ -1,0 +1,307 @@
+"""The DuckDB store: runs, targets, queries, plans, observations, snapshots and findings.
+
+The only module of planshift that imports duckdb. One file, schema versioned by numbered SQL
+migrations (`detector/migrations/NNN_name.sql`, see `detector.store_migrations`), every
+table and column documented with COMMENTs (`SELECT * FROM duckdb_columns() WHERE NOT internal`).
+
+Writes are batched: `add_observations` inserts a whole batch with one statement per table
+(unnest over column lists), all in one transaction, so a failure leaves the store unchanged.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+import duckdb
+
+from detector.errors import PlanshiftError
+from detector.model import Observation
+from detector.store_migrations import SCHEMA_VERSION_DDL, Migration, load_migrations, pending
+from detector.store_reads import StoreReadsMixin
+from detector.store_records import (
+    OBSERVATION_COLUMNS,
+    RUN_STATUSES,
+    TARGET_SOURCES,
+    ObservationRow,
+    PgssEntry,
+    PgssSnapshotRow,
+    PlanRecord,
+    QueryRecord,
+    RunRecord,
+    TargetRecord,
+    utc_now,
+)
+from detector.store_results import StoreResultsMixin
+from detector.store_rows import (
+    PLAN_COLUMNS,
+    PLAN_NODE_COLUMNS,
+    NewPlan,
+    observation_rows,
+    reject_passwords,
+    to_json,
+)
+
+__all__ = [
+    "Migration",
+    "ObservationRow",
+    "PgssEntry",
+    "PgssSnapshotRow",
+    "PlanRecord",
+    "QueryRecord",
+    "RunRecord",
+    "Store",
+    "TargetRecord",
+]
+
+DEFAULT_STORE_PATH = Path("planshift.duckdb")
+
+
+class Store(StoreReadsMixin, StoreResultsMixin):
+    """A planshift store file. `Store(path)` creates it (and its parents) and migrates it."""
+
+    def __init__(
+        self,
+        path: str | Path,
+        *,
+        read_only: bool = False,
+        migrations: Sequence[Migration] | None = None,
+    ) -> None:
+        self.path = Path(path)
+        self.read_only = read_only
+        self._migrations = tuple(migrations) if migrations is not None else load_migrations()
+        self._depth = 0
+        self._column_types: dict[str, dict[str, str]] = {}
+        self._con = self._connect()
+        try:
+            self._migrate()
+        except BaseException:
+            self._con.close()
+            raise
+
+    # -- opening and migrating -------------------------------------------------------------
+
+    def _connect(self) -> Any:
+        if self.read_only and not self.path.exists():
+            raise PlanshiftError(
+                f"store {self.path} does not exist",
+                "collect a run first, or pass the right --store",
+            )
+        if not self.read_only:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            return duckdb.connect(str(self.path), read_only=self.read_only)
+        except duckdb.Error as exc:
+            text = str(exc)
+            if "not a valid DuckDB database file" in text or "Is a directory" in text:
+                raise PlanshiftError(
+                    f"{self.path} is not a DuckDB database file",
+                    "pass a planshift store (--store), or a new file name to create one",
+                ) from exc
+            raise PlanshiftError(
+                f"cannot open store {self.path}: {text}",
+                "is another planshift process writing to it? DuckDB allows one writer per file",
+            ) from exc
+
+    def _migrate(self) -> None:
+        tables = {
+            row[0]
+            for row in self._con.execute(
+                "SELECT table_name FROM duckdb_tables() WHERE NOT internal"
+            ).fetchall()
+        }
+        if tables and "schema_version" not in tables:
+            raise PlanshiftError(
+                f"{self.path} is a DuckDB database but not a planshift store "
+                f"(tables: {', '.join(sorted(tables))})",
+                "pass another --store path; planshift does not write into foreign databases",
+            )
+        current = self.schema_version if tables else 0
+        latest = len(self._migrations)
+        if current > latest:
+            raise PlanshiftError(
+                f"store {self.path} has schema version {current}, newer than this planshift "
+                f"understands ({latest})",
+                "upgrade planshift (e.g. `pipx upgrade planshift`) to open this store",
+            )
+        todo = pending(self._migrations, current)
+        if todo and self.read_only:
+            raise PlanshiftError(
+                f"store {self.path} has schema version {current}, older than {latest}",
+                "open it once without read-only mode to migrate it",
+            )
+        for migration in todo:
+            with self.transaction():
+                if "schema_version" not in tables:
+                    self._con.execute(SCHEMA_VERSION_DDL)
+                    tables.add("schema_version")
+                self._con.execute(migration.sql)
+                self._con.execute(
+                    "INSERT INTO schema_version VALUES (?, ?, ?)",
+                    [migration.version, migration.name, utc_now()],
+                )
+        self._column_types.clear()
+
+    @property
+    def schema_version(self) -> int:
+        row = self._con.execute("SELECT coalesce(max(version), 0) FROM schema_version").fetchone()
+        return int(row[0])
+
+    def close(self) -> None:
+        self._con.close()
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    @contextmanager
+    def transaction(self) -> Iterator[None]:
+        """All writes inside commit together or not at all; nested calls join the outer one."""
+        if self._depth:
+            self._depth += 1
+            try:
+                yield
+            finally:
+                self._depth -= 1
+            return
+        self._con.begin()
+        self._depth = 1
+        try:
+            yield
+        except BaseException:
+            self._con.rollback()
+            raise
+        else:
+            self._con.commit()
+        finally:
+            self._depth = 0
+
+    def _insert_rows(self, table: str, names: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
+        """INSERT a batch with one statement: one list parameter per column, unnested together.
+
+        Some 70 times faster than executemany (10,000 rows: 0.07 s against 5 s).
+        """
+        if not rows:
+            return
+        columns = [list(column) for column in zip(*rows, strict=True)]
+        if len(columns) != len(names):
+            raise ValueError(f"{table}: {len(names)} columns named, rows have {len(columns)}")
+        types = self._types_of(table)
+        selects = ", ".join(f"unnest(${i}::{types[name]}[])" for i, name in enumerate(names, 1))
+        self._con.execute(f"INSERT INTO {table} ({', '.join(names)}) SELECT {selects}", columns)
+
+    def _types_of(self, table: str) -> dict[str, str]:
+        if table not in self._column_types:
+            rows = self._con.execute(
+                "SELECT column_name, data_type FROM duckdb_columns() "
+                "WHERE NOT internal AND table_name = ?",
+                [table],
+            ).fetchall()
+            self._column_types[table] = {name: data_type for name, data_type in rows}
+        return self._column_types[table]
+
+    # -- writing ---------------------------------------------------------------------------
+
+    def begin_run(
+        self, label: str, *, workload_hash: str | None, tool_version: str, host: str
+    ) -> int:
+        row = self._con.execute(
+            "INSERT INTO runs (label, started_at, status, tool_version, workload_hash, host) "
+            "VALUES (?, ?, 'running', ?, ?, ?) RETURNING run_id",
+            [label, utc_now(), tool_version, workload_hash, host],
+        ).fetchone()
+        return int(row[0])
+
+    def finish_run(self, run_id: int, status: str = "complete") -> None:
+        if status not in RUN_STATUSES or status == "running":
+            raise PlanshiftError(f"a run cannot finish as {status!r}", "use complete or failed")
+        rows = self._con.execute(
+            "UPDATE runs SET status = ?, finished_at = ? WHERE run_id = ? RETURNING run_id",
+            [status, utc_now(), run_id],
+        ).fetchall()
+        if not rows:
+            raise PlanshiftError(f"no run with id {run_id} in {self.path}")
+
+    def add_target(
+        self,
+        run_id: int,
+        name: str,
+        *,
+        source: str,
+        server_version_num: int | None,
+        gucs: Mapping[str, str],
+        info: Mapping[str, Any],
+    ) -> int:
+        if source not in TARGET_SOURCES:
+            raise PlanshiftError(f"unknown target source {source!r}", "use embedded, dsn or log")
+        reject_passwords(info=info, gucs=gucs)
+        with self.transaction():
+            if not self._con.execute("SELECT 1 FROM runs WHERE run_id = ?", [run_id]).fetchall():
+                raise PlanshiftError(f"no run with id {run_id} in {self.path}")
+            row = self._con.execute(
+                "INSERT INTO targets (run_id, name, source, server_version_num, gucs, info) "
+                "VALUES (?, ?, ?, ?, ?, ?) RETURNING target_id",
+                [run_id, name, source, server_version_num, to_json(dict(gucs)), to_json(info)],
+            ).fetchone()
+        return int(row[0])
+
+    def upsert_query(
+        self, query_key: str, *, name: str, sql: str, queryid: int | None = None
+    ) -> None:
+        """Insert or update a query; a known queryid is kept when the new one is None."""
+        self._con.execute(
+            "INSERT INTO queries VALUES (?, ?, ?, ?) ON CONFLICT (query_key) DO UPDATE SET "
+            "name = excluded.name, sql = excluded.sql, "
+            "queryid = coalesce(excluded.queryid, queries.queryid)",
+            [query_key, name, sql, queryid],
+        )
+
+    def add_observations(self, observations: Sequence[Observation]) -> int:
+        """Store a batch: plans and plan_nodes of unseen fingerprints, then one row each.
+
+        One transaction: if anything fails, nothing of the batch is stored. Returns the count.
+        """
+        if not observations:
+            return 0
+        try:
+            with self.transaction():
+                run_of_target = self._runs_of_targets({obs.target_id for obs in observations})
+                rows, shapes = observation_rows(observations, run_of_target)
+                new = self._unseen(shapes)
+                plan_rows = [shape.plan_row for shape in new]
+                node_rows = [node for shape in new for node in shape.nodes]
+                self._insert_rows("plans", PLAN_COLUMNS, plan_rows)
+                self._insert_rows("plan_nodes", PLAN_NODE_COLUMNS, node_rows)
+                self._insert_rows("observations", OBSERVATION_COLUMNS[1:], rows)
+        except (duckdb.ConversionException, duckdb.ConstraintException) as exc:
+            raise PlanshiftError(
+                f"cannot store {len(observations)} observations: {exc}",
+                "nothing of this batch was stored; check the observation values",
+            ) from exc
+        return len(observations)
+
+    def _runs_of_targets(self, target_ids: Iterable[int]) -> dict[int, int]:
+        rows = self._con.execute(
+            "SELECT target_id, run_id FROM targets WHERE target_id IN (SELECT unnest($1))",
+            [sorted(target_ids)],
+        ).fetchall()
+        return dict(rows)
+
+    def _unseen(self, shapes: Mapping[str, NewPlan]) -> list[NewPlan]:
+        """The shapes whose fingerprint is not in `plans` yet, by fingerprint."""
+        rows = self._con.execute(
+            "SELECT fingerprint FROM plans WHERE fingerprint IN (SELECT unnest($1))",
+            [sorted(shapes)],
+        ).fetchall()
+        seen = {row[0] for row in rows}
+        return [shapes[key] for key in sorted(shapes) if key not in seen]
