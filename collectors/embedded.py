@@ -2,9 +2,12 @@
 
 Each cluster lives in its own directory (data, unix socket, server log, ``owner.pid``) under
 ``<tmp>/planshift-clusters``, listens on a unix socket only, and preloads auto_explain and
-pg_stat_statements. ``fsync``, ``synchronous_commit`` and ``full_page_writes`` are off: the
-cluster is disposable and these settings change durability, not plans. PostgreSQL refuses to
-run as root, so as root the server side runs as ``postgres`` (or a created ``planshift`` user).
+pg_stat_statements. ``fsync`` and ``full_page_writes`` are off: the cluster is disposable and
+these settings change durability, not plans. ``synchronous_commit`` stays on: with it off, hint
+bits wait for the WAL writer, so a VACUUM right after a load leaves the visibility map empty and
+index-only scans turn into heap fetches (and the planner, reading relallvisible = 0, costs them
+as such). PostgreSQL refuses to run as root, so as root the server side runs as ``postgres``
+(or a created ``planshift`` user).
 """
 
 from __future__ import annotations
@@ -161,7 +164,6 @@ class EmbeddedCluster:
             "port": str(DEFAULT_PORT),
             "shared_preload_libraries": ",".join(preload),
             "fsync": "off",
-            "synchronous_commit": "off",
             "full_page_writes": "off",
             "max_connections": "30",
             "logging_collector": "off",

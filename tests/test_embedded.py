@@ -74,8 +74,9 @@ def test_settings_in_effect(pg_any: EmbeddedCluster) -> None:
     assert _show(conninfo, "unix_socket_directories") == str(pg_any.socket_dir)
     assert _show(conninfo, "port") == "5432"
     assert _show(conninfo, "max_connections") == "30"
-    for name in ("fsync", "synchronous_commit", "full_page_writes", "data_checksums"):
+    for name in ("fsync", "full_page_writes", "data_checksums"):
         assert _show(conninfo, name) == "off", name
+    assert _show(conninfo, "synchronous_commit") == "on"
     assert pg_any.server_settings["compute_query_id"] == "on"
     assert pg_any.initdb_options[: len(DEFAULT_INITDB_OPTIONS)] == DEFAULT_INITDB_OPTIONS
     assert ("--no-data-checksums" in pg_any.initdb_options) == (pg_any.installation.major >= 18)
@@ -89,6 +90,19 @@ def test_extensions_usable(pg_any: EmbeddedCluster, fresh_db: FreshDb) -> None:
         row = conn.execute("SELECT count(*) FROM pg_stat_statements").fetchone()
         assert row is not None and row[0] >= 1
         assert conn.execute("SHOW auto_explain.log_min_duration").fetchone() == ("-1",)
+
+
+def test_vacuum_right_after_load_sets_visibility_map(
+    pg_any: EmbeddedCluster, fresh_db: FreshDb
+) -> None:
+    """With synchronous_commit off this fails: index-only scans would need heap fetches."""
+    with psycopg.connect(fresh_db(pg_any), autocommit=True) as conn:
+        conn.execute("CREATE TABLE t (id int PRIMARY KEY, pad text)")
+        conn.execute("INSERT INTO t SELECT i, 'x' FROM generate_series(1, 20000) i")
+        conn.execute("VACUUM t")
+        row = conn.execute("SELECT relallvisible, relpages FROM pg_class WHERE relname = 't'")
+        visible, pages = row.fetchone() or (0, 0)
+    assert pages > 0 and visible == pages
 
 
 def test_server_runs_unprivileged(pg_any: EmbeddedCluster) -> None:
