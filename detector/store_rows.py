@@ -22,7 +22,7 @@ _PASSWORD_KEYS = {"password", "passwd", "pgpassword"}
 def is_redacted(secret: str) -> bool:
     """What collectors write in place of a password: '', '***', 'redacted', '<redacted>'."""
     secret = secret.strip("'\"")
-    return secret == "" or set(secret) == {"*"} or "redacted" in secret.lower()
+    return set(secret) <= {"*"} or secret.strip("<>[]").lower() == "redacted"
 
 
 def find_password(value: Any, where: str) -> str | None:

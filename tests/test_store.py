@@ -400,6 +400,7 @@ def test_read_only_needs_an_existing_current_store(tmp_path: Path) -> None:
         ({"dsn": "postgres://db/prod?user=app&password=s3cret"}, {}),
         ({"servers": [{"conninfo": "host=db password='with space'"}]}, {}),
         ({"password": "s3cret"}, {}),
+        ({"password": "s3cret-not-redacted"}, {}),
         ({}, {"primary_conninfo": "host=primary PASSWORD=s3cret"}),
     ],
 )
@@ -424,6 +425,8 @@ def test_redacted_connection_strings_are_accepted(store: Store) -> None:
         "uri": "postgresql://app:***@db/prod",
         "plain": "host=db user=app dbname=prod",
         "password": "<redacted>",
+        "settings": {"password_encryption": "scram-sha-256"},
+        "conf": "password_encryption = 'scram-sha-256'",
     }
     assert "s3cret" not in json.dumps(info)
     store.add_target(run_id, "prod", source="dsn", server_version_num=None, gucs={}, info=info)
