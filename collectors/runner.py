@@ -85,7 +85,9 @@ def _sweep(query: Query) -> set[str]:
 
 def _connect(server: Server) -> psycopg.Connection[Any]:
     try:
-        conn = psycopg.connect(server.conninfo, autocommit=True, cursor_factory=psycopg.ClientCursor)
+        conn = psycopg.connect(
+            server.conninfo, autocommit=True, cursor_factory=psycopg.ClientCursor
+        )
     except psycopg.OperationalError as exc:
         raise PlanshiftError(
             f"cannot connect to target {server.name} ({server.redacted}): {str(exc).strip()}"
@@ -165,7 +167,9 @@ def run_workload(
             for variant, gucs in workload.variants.items():
                 sides.append(Side(server, variant, dict(gucs), conn))
         for side in sides:
-            side.name = side_name(side.server.name, side.variant, len(servers), len(workload.variants))
+            side.name = side_name(
+                side.server.name, side.variant, len(servers), len(workload.variants)
+            )
             side.target_id = store.add_target(
                 run_id,
                 side.name,

@@ -125,8 +125,15 @@ def open_servers(
                             f"export {spec.dsn_env}='postgresql://user@host/db'",
                         )
                 if dsn is None:
-                    raise PlanshiftError(f"target {spec.name}: no DSN given", f"--dsn {spec.name}=DSN")
+                    raise PlanshiftError(
+                        f"target {spec.name}: no DSN given", f"--dsn {spec.name}=DSN"
+                    )
                 servers.append(
-                    Server(name=spec.name, conninfo=dsn, source="dsn", info={"dsn": redact_conninfo(dsn)})
+                    Server(
+                        name=spec.name,
+                        conninfo=dsn,
+                        source="dsn",
+                        info={"dsn": redact_conninfo(dsn)},
+                    )
                 )
         yield servers

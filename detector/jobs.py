@@ -64,9 +64,11 @@ def execute_run(
         label=label, repetitions=repetitions, warmup=warmup, queries=tuple(queries)
     )
     sides = len(specs) * len(workload.variants)
-    with Store(store_path) as store, open_servers(
-        specs, dsns=dsn_map, keep=keep, pg_bins=pg_bins
-    ) as servers, progress_bar(console, plan_count(workload, sides, options)) as progress:
+    with (
+        Store(store_path) as store,
+        open_servers(specs, dsns=dsn_map, keep=keep, pg_bins=pg_bins) as servers,
+        progress_bar(console, plan_count(workload, sides, options)) as progress,
+    ):
         names = ", ".join(s.name for s in servers)
         console.print(
             f"running {workload.name}: {len(workload.queries)} queries on {names} "
@@ -83,7 +85,9 @@ def compare_from_store(
     options: CompareOptions,
 ) -> ComparisonResult:
     if not store_path.exists():
-        raise PlanshiftError(f"store {store_path} does not exist", "run `planshift run WORKLOAD.toml` first")
+        raise PlanshiftError(
+            f"store {store_path} does not exist", "run `planshift run WORKLOAD.toml` first"
+        )
     with Store(store_path, read_only=True) as store:
         base = resolve_side(store, baseline, run_id)
         cand = resolve_side(store, candidate, run_id)
@@ -111,7 +115,9 @@ def compare_and_report(
 ) -> str | None:
     """Print or write the report; returns the worst finding severity (None when clean)."""
     if output_format not in ("terminal", "json"):
-        raise PlanshiftError(f"unknown format {output_format!r}", "use --format terminal or --format json")
+        raise PlanshiftError(
+            f"unknown format {output_format!r}", "use --format terminal or --format json"
+        )
     if not 0 <= min_effect < 10:
         raise PlanshiftError(f"--min-effect {min_effect}: expected a fraction like 0.10")
     options = CompareOptions(
@@ -143,11 +149,15 @@ def run_demo(
 ) -> None:
     path = workload or DEMO_WORKLOAD
     if not path.exists():
-        raise PlanshiftError(f"demo workload {path} not found", "run from a checkout, or pass --workload")
+        raise PlanshiftError(
+            f"demo workload {path} not found", "run from a checkout, or pass --workload"
+        )
     loaded = load_workload(path)
     variants = list(loaded.variants)
     if len(variants) != 2:
-        raise PlanshiftError(f"{path.name}: the demo needs exactly two [variants], found {len(variants)}")
+        raise PlanshiftError(
+            f"{path.name}: the demo needs exactly two [variants], found {len(variants)}"
+        )
     run_id = execute_run(
         workload_path=path,
         store_path=store_path,
@@ -161,7 +171,9 @@ def run_demo(
         pg_bins=[],
         console=progress_console,
     )
-    console.print(f"run {run_id} stored in {store_path}; comparing {variants[0]} -> {variants[1]}\n")
+    console.print(
+        f"run {run_id} stored in {store_path}; comparing {variants[0]} -> {variants[1]}\n"
+    )
     options = CompareOptions()
     result = compare_from_store(store_path, variants[0], variants[1], run_id, options)
     render_terminal(result, console, verbose=True)

@@ -63,7 +63,9 @@ class Query:
             return [(None, {})]
         return [(self.sweep.label(v), {self.sweep.param: v}) for v in self.sweep.values]
 
-    def parameters(self, rng: random.Random, index: int, fixed: Mapping[str, Any]) -> dict[str, Any]:
+    def parameters(
+        self, rng: random.Random, index: int, fixed: Mapping[str, Any]
+    ) -> dict[str, Any]:
         values = {spec.name: spec.draw(rng, index) for spec in self.params}
         values.update(fixed)
         return values
@@ -123,7 +125,9 @@ class _Reader:
         gucs: dict[str, str] = {}
         for name, value in data.items():
             if not isinstance(value, (str, int, float, bool)):
-                raise self.fail(f"{where}.{name}", f"a setting value must be a scalar, got {value!r}")
+                raise self.fail(
+                    f"{where}.{name}", f"a setting value must be a scalar, got {value!r}"
+                )
             gucs[name] = ("on" if value else "off") if isinstance(value, bool) else str(value)
         return gucs
 
@@ -148,7 +152,9 @@ class _Reader:
         if kind == "range" and (
             len(raw) != 2 or not all(isinstance(v, int) for v in raw) or raw[0] > raw[1]
         ):
-            raise self.fail(f"{key}.range", "'range' needs two integers [low, high] with low <= high")
+            raise self.fail(
+                f"{key}.range", "'range' needs two integers [low, high] with low <= high"
+            )
         return ParamSpec(name, kind, tuple(raw))
 
     def query(self, raw: Any, index: int, names: set[str]) -> Query:
@@ -171,7 +177,7 @@ class _Reader:
             sweep_raw = self.table(raw, "sweep", f"{where}.")
             param, values = sweep_raw.get("param"), sweep_raw.get("values")
             if not isinstance(param, str) or not isinstance(values, list) or not values:
-                raise self.fail(f"{where}.sweep", "needs param = \"name\" and values = [...]")
+                raise self.fail(f"{where}.sweep", 'needs param = "name" and values = [...]')
             sweep = Sweep(param, tuple(values))
         declared = {p.name for p in params} | ({sweep.param} if sweep else set())
         for placeholder in _placeholders(sql):
@@ -185,7 +191,9 @@ class _Reader:
         if reps is not None and (not isinstance(reps, int) or reps < 1):
             raise self.fail(f"{where}.repetitions", f"expected a positive integer, got {reps!r}")
         names.add(name)
-        return Query(name=name, sql=sql.strip().rstrip(";"), params=params, sweep=sweep, repetitions=reps)
+        return Query(
+            name=name, sql=sql.strip().rstrip(";"), params=params, sweep=sweep, repetitions=reps
+        )
 
     def target(self, raw: Any, index: int) -> TargetSpec:
         where = f"targets[{index}]"
@@ -195,11 +203,11 @@ class _Reader:
             raise self.fail(
                 f"{where}.dsn",
                 "DSNs do not belong in workload files (they carry passwords)",
-                "use dsn_env = \"ENV_VAR_NAME\", or --dsn NAME=DSN on the command line",
+                'use dsn_env = "ENV_VAR_NAME", or --dsn NAME=DSN on the command line',
             )
         postgres, dsn_env = raw.get("postgres"), raw.get("dsn_env")
         if (postgres is None) == (dsn_env is None):
-            raise self.fail(where, "give exactly one of postgres = \"15\" or dsn_env = \"VAR\"")
+            raise self.fail(where, 'give exactly one of postgres = "15" or dsn_env = "VAR"')
         settings = self.gucs(self.table(raw, "settings", f"{where}."), f"{where}.settings")
         return TargetSpec(
             name=raw["name"],

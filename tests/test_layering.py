@@ -24,7 +24,8 @@ def imports_of(path: Path) -> set[str]:
 
 def modules(package: str) -> dict[str, set[str]]:
     return {
-        str(path.relative_to(ROOT)): imports_of(path) for path in sorted((ROOT / package).rglob("*.py"))
+        str(path.relative_to(ROOT)): imports_of(path)
+        for path in sorted((ROOT / package).rglob("*.py"))
     }
 
 
@@ -38,7 +39,9 @@ def is_stdlib(name: str) -> bool:
 
 def test_rules_import_only_the_model_and_the_standard_library() -> None:
     bad = {
-        module: sorted(n for n in names if not is_stdlib(n) and not allowed(n, ("rules", "detector.model")))
+        module: sorted(
+            n for n in names if not is_stdlib(n) and not allowed(n, ("rules", "detector.model"))
+        )
         for module, names in modules("rules").items()
     }
     assert {m: n for m, n in bad.items() if n} == {}
@@ -83,5 +86,7 @@ def test_the_model_has_no_io_dependencies() -> None:
 
 def test_the_checker_sees_violations(tmp_path: Path) -> None:
     sample = tmp_path / "sample.py"
-    sample.write_text("import duckdb\nfrom detector import stats\nfrom collectors.runner import x\n")
+    sample.write_text(
+        "import duckdb\nfrom detector import stats\nfrom collectors.runner import x\n"
+    )
     assert imports_of(sample) == {"duckdb", "detector", "detector.stats", "collectors.runner"}

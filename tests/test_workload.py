@@ -82,28 +82,55 @@ def test_values_generator_cycles_in_order(tmp_path: Path) -> None:
 
 
 def test_without_variants_there_is_one_default_variant(tmp_path: Path) -> None:
-    text = VALID.split("[variants.a]")[0] + VALID.split('enable_bitmapscan = false\n')[1]
+    text = VALID.split("[variants.a]")[0] + VALID.split("enable_bitmapscan = false\n")[1]
     assert load_workload(write(tmp_path, text)).variants == {"default": {}}
 
 
 @pytest.mark.parametrize(
     ("change", "expected"),
     [
-        (lambda t: t + "\n[[queries]]\nname = \"q\"\nsql = \"SELECT 1\"\n", "queries[2].name: duplicate query name 'q'"),
+        (
+            lambda t: t + '\n[[queries]]\nname = "q"\nsql = "SELECT 1"\n',
+            "queries[2].name: duplicate query name 'q'",
+        ),
         (lambda t: t.replace("range = [1, 5]", "range = [5, 1]"), "queries[0].params.lo.range"),
-        (lambda t: t.replace("range = [1, 5]", "between = [1, 5]"), "queries[0].params.lo: unknown generator"),
-        (lambda t: t.replace("{ choice = [1, 2] }", "{ choice = [] }"), "queries[0].params.len.choice: expected a non-empty list"),
-        (lambda t: t.replace("%(len)s", "%(length)s"), "queries[0].sql: placeholder %(length)s has no generator"),
-        (lambda t: t.replace("repetitions = 4", "repetitions = -1"), "workload.repetitions: expected a non-negative integer"),
+        (
+            lambda t: t.replace("range = [1, 5]", "between = [1, 5]"),
+            "queries[0].params.lo: unknown generator",
+        ),
+        (
+            lambda t: t.replace("{ choice = [1, 2] }", "{ choice = [] }"),
+            "queries[0].params.len.choice: expected a non-empty list",
+        ),
+        (
+            lambda t: t.replace("%(len)s", "%(length)s"),
+            "queries[0].sql: placeholder %(length)s has no generator",
+        ),
+        (
+            lambda t: t.replace("repetitions = 4", "repetitions = -1"),
+            "workload.repetitions: expected a non-negative integer",
+        ),
         (lambda t: t.replace("[setup]", "[setpu]"), "setpu: unknown section"),
-        (lambda t: t.replace("VACUUM ANALYZE t", "VACUUM ANALYZE t WHERE"), "setup.sql: SQL syntax error"),
-        (lambda t: t.replace('work_mem = "4MB"', "work_mem = [1]"), "variants.a.work_mem: a setting value must be a scalar"),
-        (lambda t: t.replace('sql = "SELECT * FROM t WHERE a < %(n)s"', ""), "queries[1].sql: missing or empty"),
-        (lambda t: t.replace('values = [2, 5, 8]', 'values = []'), "queries[1].sweep: needs param"),
-        (lambda t: t + '\n[[targets]]\nname = "prod"\ndsn = "postgresql://u:secret@h/db"\n', "targets[0].dsn: DSNs do not belong"),
+        (
+            lambda t: t.replace("VACUUM ANALYZE t", "VACUUM ANALYZE t WHERE"),
+            "setup.sql: SQL syntax error",
+        ),
+        (
+            lambda t: t.replace('work_mem = "4MB"', "work_mem = [1]"),
+            "variants.a.work_mem: a setting value must be a scalar",
+        ),
+        (
+            lambda t: t.replace('sql = "SELECT * FROM t WHERE a < %(n)s"', ""),
+            "queries[1].sql: missing or empty",
+        ),
+        (lambda t: t.replace("values = [2, 5, 8]", "values = []"), "queries[1].sweep: needs param"),
+        (
+            lambda t: t + '\n[[targets]]\nname = "prod"\ndsn = "postgresql://u:secret@h/db"\n',
+            "targets[0].dsn: DSNs do not belong",
+        ),
         (lambda t: t + '\n[[targets]]\nname = "x"\n', "targets[0]: give exactly one of"),
         (lambda t: t.replace("[[queries]]", "[[querys]]"), "querys: unknown section"),
-        (lambda t: t.replace("name = \"w\"", "name = \"w"), "not valid TOML"),
+        (lambda t: t.replace('name = "w"', 'name = "w'), "not valid TOML"),
     ],
 )
 def test_bad_workloads_name_the_file_and_key(tmp_path: Path, change, expected: str) -> None:  # type: ignore[no-untyped-def]

@@ -25,10 +25,10 @@ from detector.model.observation import Observation
 from detector.model.plan import Buffers, Plan, PlanNode, normalized_cost, parse_node, parse_plan
 
 __all__ = [
-    "ComparisonResult",
-    "Observation",
     "Buffers",
+    "ComparisonResult",
     "Finding",
+    "Observation",
     "Plan",
     "PlanNode",
     "PlanVariant",

@@ -66,12 +66,10 @@ class TimingComparison:
         """pyperf-style wording: '1.23x slower [1.15, 1.31]', 'not significant'."""
         if self.ratio is None:
             return self.reason
-        if self.ratio >= 1:
-            text = f"{self.ratio:.2f}x slower"
-        else:
-            text = f"{1 / self.ratio:.2f}x faster"
+        slower = self.ratio >= 1
+        text = f"{self.ratio:.2f}x slower" if slower else f"{1 / self.ratio:.2f}x faster"
         if self.ci_low is not None and self.ci_high is not None:
-            text += f" (95% CI of ratio {self.ci_low:.2f}-{self.ci_high:.2f})"
+            text += f" (95% CI {self.ci_low:.2f}-{self.ci_high:.2f})"
         if self.verdict in (Verdict.UNCHANGED, Verdict.INCONCLUSIVE):
             text += f": {self.reason}"
         return text
@@ -87,6 +85,7 @@ class PlanVariant:
     samples: int
     median_ms: float | None
     median_cost: float
+    median_shared_blocks: float | None = None  # shared hit + read per execution
 
 
 @dataclass(frozen=True)

@@ -149,6 +149,10 @@ def scan_accesses(plan: Plan) -> list[ScanAccess]:
 
 def _bitmap_index(node: PlanNode) -> str | None:
     names = sorted(
-        {n.index_name for _, n in node.walk() if n.node_type == "Bitmap Index Scan" and n.index_name}
+        {
+            n.index_name
+            for _, n in node.walk()
+            if n.node_type == "Bitmap Index Scan" and n.index_name
+        }
     )
     return ",".join(names) if names else None

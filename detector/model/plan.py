@@ -176,7 +176,9 @@ def _subplan_name(raw: Mapping[str, Any]) -> str | None:
 
 def parse_node(raw: Mapping[str, Any]) -> PlanNode:
     if not isinstance(raw, Mapping) or "Node Type" not in raw:
-        raise PlanshiftError("plan node without 'Node Type'", "is this EXPLAIN (FORMAT JSON) output?")
+        raise PlanshiftError(
+            "plan node without 'Node Type'", "is this EXPLAIN (FORMAT JSON) output?"
+        )
     node_type = str(raw["Node Type"])
     children = raw.get("Plans") or []
     return PlanNode(
@@ -198,7 +200,8 @@ def parse_node(raw: Mapping[str, Any]) -> PlanNode:
         actual_rows=_opt_float(raw, "Actual Rows"),
         actual_loops=_opt_float(raw, "Actual Loops"),
         actual_total_ms=_opt_float(raw, "Actual Total Time"),
-        disabled=bool(raw.get("Disabled", False)) or float(raw.get("Total Cost", 0.0)) >= DISABLE_COST,
+        disabled=bool(raw.get("Disabled", False))
+        or float(raw.get("Total Cost", 0.0)) >= DISABLE_COST,
         workers_planned=_opt_int(raw, "Workers Planned"),
         workers_launched=_opt_int(raw, "Workers Launched"),
         sort_method=_opt_str(raw, "Sort Method"),

@@ -1,12 +1,11 @@
-"""Terminal report: the comparison header, a table per query, one line per finding."""
+"""Terminal report: what was compared, one block per query (plan census per side), findings."""
 
 from __future__ import annotations
 
 from rich.console import Console
-from rich.table import Table
 from rich.text import Text
 
-from detector.model import ComparisonResult, Severity, Side, Verdict
+from detector.model import ComparisonResult, QueryComparison, Severity, Side, Verdict
 
 SEVERITY_STYLE = {Severity.ERROR: "bold red", Severity.WARNING: "yellow", Severity.INFO: "cyan"}
 VERDICT_STYLE = {
@@ -24,14 +23,40 @@ def version_text(num: int | None) -> str:
     return f"{major}.{minor}"
 
 
-def census(side: Side) -> str:
-    """`BitmapHeapScan(sbtest1) ... 18/20` per plan shape, most frequent first."""
-    total = side.samples
-    return "\n".join(f"{p.signature}  [{p.samples}/{total}]" for p in side.plans)
-
-
 def _ms(value: float | None) -> str:
     return "-" if value is None else f"{value:.3f}"
+
+
+def census_lines(side: Side, width: int) -> list[Text]:
+    """One line per plan shape: `current  30/30  1.513 ms  329 buf  BitmapHeapScan(...)`."""
+    lines = []
+    for plan in side.plans:
+        line = Text(f"  {side.label:<{width}}  {plan.samples:>3}/{side.samples:<3} ")
+        line.append(f"{_ms(plan.median_ms):>9} ms ")
+        if plan.median_shared_blocks is not None:
+            line.append(f"{plan.median_shared_blocks:>8.0f} buf  ")
+        line.append(plan.signature, style="bold" if plan is side.dominant else "")
+        lines.append(line)
+    return lines
+
+
+def query_block(query: QueryComparison, console: Console) -> None:
+    head = Text()
+    head.append(query.label, style="bold")
+    head.append("  ")
+    head.append(query.timing.verdict.value, style=VERDICT_STYLE[query.timing.verdict])
+    head.append(f"  {query.timing.describe()}")
+    console.print(head)
+    base, cand = query.baseline.timing, query.candidate.timing
+    if base and cand:
+        console.print(
+            f"  median {_ms(base.median_ms)} -> {_ms(cand.median_ms)} ms, "
+            f"p90 {_ms(base.p90_ms)} -> {_ms(cand.p90_ms)} ms, "
+            f"p99 {_ms(base.p99_ms)} -> {_ms(cand.p99_ms)} ms"
+        )
+    width = max(len(query.baseline.label), len(query.candidate.label))
+    for line in census_lines(query.baseline, width) + census_lines(query.candidate, width):
+        console.print(line, overflow="fold")
 
 
 def render_terminal(result: ComparisonResult, console: Console, *, verbose: bool = False) -> None:
@@ -43,34 +68,28 @@ def render_terminal(result: ComparisonResult, console: Console, *, verbose: bool
     )
     if result.settings_diff:
         diffs = ", ".join(
-            f"{name} {left} -> {right}" for name, (left, right) in sorted(result.settings_diff.items())
+            f"{name} {left} -> {right}"
+            for name, (left, right) in sorted(result.settings_diff.items())
         )
         console.print(f"settings that differ: {diffs}")
-    table = Table(show_lines=True, title="queries", title_justify="left")
-    for column in ("query", "baseline plans", "candidate plans", "median ms", "p90 ms", "timing"):
-        table.add_column(column, overflow="fold")
+    shown = 0
     for query in result.queries:
-        if not verbose and not query.plan_changed and query.timing.verdict == Verdict.UNCHANGED:
-            continue
-        base, cand = query.baseline.timing, query.candidate.timing
-        table.add_row(
-            query.label,
-            census(query.baseline),
-            census(query.candidate),
-            f"{_ms(base and base.median_ms)} -> {_ms(cand and cand.median_ms)}",
-            f"{_ms(base and base.p90_ms)} -> {_ms(cand and cand.p90_ms)}",
-            Text(
-                f"{query.timing.verdict.value}\n{query.timing.describe()}",
-                style=VERDICT_STYLE[query.timing.verdict],
-            ),
+        quiet = not query.plan_changed and query.timing.verdict in (
+            Verdict.UNCHANGED,
+            Verdict.INCONCLUSIVE,
         )
-    if table.row_count:
-        console.print(table)
-    hidden = len(result.queries) - table.row_count
+        if quiet and not verbose:
+            continue
+        console.print()
+        query_block(query, console)
+        shown += 1
+    hidden = len(result.queries) - shown
     if hidden:
-        console.print(f"({hidden} queries with the same plan and unchanged timing not shown; -v shows them)")
+        console.print(
+            f"\n({hidden} queries kept their plan and did not measurably change; -v shows them)"
+        )
     if result.findings:
-        console.print(f"[bold]findings[/] ({len(result.findings)}):")
+        console.print(f"\n[bold]findings[/] ({len(result.findings)}):")
     for finding in result.findings:
         line = Text()
         line.append(f"{finding.severity.value:<7} ", style=SEVERITY_STYLE[finding.severity])
@@ -80,8 +99,8 @@ def render_terminal(result: ComparisonResult, console: Console, *, verbose: bool
         console.print(line)
     counts = result.verdict_counts()
     verdicts = ", ".join(f"{n} {v}" for v, n in counts.items() if n)
+    worst = result.worst_severity()
     console.print(
-        f"{len(result.queries)} queries compared ({verdicts or 'none'}); "
-        f"{len(result.findings)} findings"
-        + (f", worst: {result.worst_severity()}" if result.findings else "")
+        f"\n{len(result.queries)} queries compared ({verdicts or 'none'}); "
+        f"{len(result.findings)} findings" + (f", worst: {worst}" if worst else "")
     )
