@@ -2,36 +2,34 @@
 
 Why not a t-test on means? Query latencies are skewed and heavy-tailed: a checkpoint, an
 autovacuum or one cold page turns a 2 ms run into 20 ms. A mean follows that one outlier, and
-a t-test's normal approximation does not hold at the 5-30 runs a CI job can afford. Seed 002
-is the reminder: averages hide variability, compare distributions. So, per query:
+a t-test's normal approximation does not hold at the 5-30 runs a CI job can afford. Seed 002:
+averages hide variability, compare distributions. So, per query:
 
 * the effect is the ratio of medians (candidate / baseline, > 1 is slower): robust to a few
   outliers and scale-free, so one threshold fits a 0.1 ms lookup and a 10 s report;
-* its uncertainty is a percentile bootstrap CI of that ratio (no distributional assumption);
-* a rank test (Mann-Whitney U, two-sided) must agree, so neither one decides alone;
+* its uncertainty is a percentile bootstrap CI (no distributional assumption), and a rank
+  test (Mann-Whitney U, two-sided) must agree with it;
 * significant is not important: the effect must also reach a minimum (default 10%) and the
-  A/A noise floor, the spread seen when a target is compared with itself, which captures
-  noise the samples do not show (drift, neighbours, CPU frequency);
-* "unchanged" is an equivalence claim: the whole CI lies within the threshold. Anything else
-  is "inconclusive" with a one-line reason. Too few samples is inconclusive, never a verdict.
+  A/A noise floor (a target compared with itself), noise the samples alone do not show;
+* "unchanged" is an equivalence claim (the whole CI within the threshold); anything else is
+  "inconclusive" with a one-line reason. Too few samples is inconclusive, never a verdict.
 
-Seeds: the bootstrap resample plan (which indices each resample draws) comes from
-``numpy.random.default_rng(seed)`` and depends only on (seed, len(baseline), len(candidate),
-resamples), never on the data nor on a pair's position in a batch. A pair therefore gets the
-same CI from `compare_timings` and `compare_timings_batch`, in any order, on every run
-(`compare_timings` is the batch of one). The batch shares one plan across pairs of equal
-sizes and uses that the median of x[idx] is read off sorted(x) at the middle positions of
-sorted(idx): each resampled median costs two lookups, not a sort. `bootstrap_ratio_ci` is the
-direct form (gather, median, quantile) of the same bootstrap; the tests check they agree.
+Seeds: the resample plan (which indices each resample draws) comes from default_rng(seed)
+and depends only on (seed, len(baseline), len(candidate), resamples); samples are sorted
+first. So a pair gets the same CI alone or in a batch, in any order, on every run
+(`compare_timings` is the batch of one). The batch reads each resampled median off the
+sorted sample at two positions fixed by the plan, and sorts only the resample cells that
+can reach a CI bound; `bootstrap_ratio_ci` is the direct form, and the tests check they agree.
 """
 
 from __future__ import annotations
 
+import functools
 import math
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, NamedTuple
 
 import numpy as np
 import numpy.typing as npt
@@ -44,47 +42,45 @@ Ints = npt.NDArray[np.int64]
 Bools = npt.NDArray[np.bool_]
 CONFIDENCE = 0.95  # of the CI behind every verdict (TimingComparison.describe says "95% CI")
 FLOOR_MS = 1e-9  # resampled medians are floored here (1 ps: "zero"), so ratios stay finite
+_TAIL = (1 - CONFIDENCE) / 2
 _CHUNK_CELLS = 2_000_000  # resampled ratios held at once (16 MB of float64)
 
 
 def _sample(values: Sequence[float], what: str) -> Floats:
-    x = np.asarray(values, dtype=np.float64).ravel()
-    if x.size == 0:
+    if len(values) == 0:
         raise ValueError(f"{what} of an empty sample")
-    return x
+    return np.sort(np.asarray(values, dtype=np.float64).ravel())  # sorted: order never matters
 
 
-def _lerp_rows(xs: Floats, p: float) -> Floats:
-    """numpy's default (linear) quantile p of each row; rows sorted or partitioned there."""
-    pos = p * (xs.shape[1] - 1)
-    lo = math.floor(pos)
-    hi, t = min(lo + 1, xs.shape[1] - 1), pos - lo
-    a, b = xs[:, lo], xs[:, hi]
+def _lerp(a: Floats, b: Floats, t: float) -> Floats:
+    """numpy's interpolation between neighbouring order statistics (exact at both ends)."""
     return np.asarray(b - (b - a) * (1 - t) if t >= 0.5 else a + (b - a) * t, np.float64)
 
 
 def _median_rows(xs: Floats) -> Floats:
     """Median of each row of a row-sorted array, computed exactly as np.median does."""
-    n = xs.shape[1]
-    return (xs[:, (n - 1) // 2] + xs[:, n // 2]) / 2
+    return (xs[:, (xs.shape[1] - 1) // 2] + xs[:, xs.shape[1] // 2]) / 2
 
 
 def percentile(values: Sequence[float], q: float) -> float:
     """The q-th percentile (q in [0, 100]) with linear interpolation, as numpy's default."""
     if not 0 <= q <= 100:
         raise ValueError(f"percentile q must be in [0, 100], got {q}")
-    xs = np.sort(_sample(values, "percentile"))
-    return float(_lerp_rows(xs[None, :], q / 100)[0])
+    return _quantile(_sample(values, "percentile"), q / 100)
+
+
+def _quantile(xs: Floats, p: float) -> float:
+    pos = p * (xs.size - 1)
+    lo, hi = math.floor(pos), min(math.floor(pos) + 1, xs.size - 1)
+    return float(_lerp(xs[lo:lo + 1], xs[hi:hi + 1], pos - lo)[0])
 
 
 def timing_stats(values: Sequence[float]) -> TimingStats:
     """n, median, p90, p99, min and max of one side's durations (ms)."""
-    xs = np.sort(_sample(values, "timing_stats"))[None, :]
+    xs = _sample(values, "timing_stats")
     return TimingStats(
-        n=xs.shape[1], median_ms=float(_median_rows(xs)[0]),
-        p90_ms=float(_lerp_rows(xs, 0.9)[0]), p99_ms=float(_lerp_rows(xs, 0.99)[0]),
-        min_ms=float(xs[0, 0]), max_ms=float(xs[0, -1]),
-    )
+        n=xs.size, median_ms=float(_median_rows(xs[None, :])[0]), p90_ms=_quantile(xs, 0.9),
+        p99_ms=_quantile(xs, 0.99), min_ms=float(xs[0]), max_ms=float(xs[-1]))
 
 
 def median_ratio(baseline: Sequence[float], candidate: Sequence[float]) -> float:
@@ -145,16 +141,14 @@ class _Options:
     noise_floor: float | None
     resamples: int
     seed: int
+    threshold: float = 0.0  # max(min_effect, noise_floor), set on creation
 
     def __post_init__(self) -> None:
-        if self.min_effect < 0 or not 0 < self.alpha < 1 or self.min_samples < 1:
-            raise ValueError("need min_effect >= 0, 0 < alpha < 1 and min_samples >= 1")
-        if (self.noise_floor is not None and self.noise_floor < 0) or self.resamples < 1:
-            raise ValueError("need noise_floor >= 0 (or None) and resamples >= 1")
-
-    @property
-    def threshold(self) -> float:
-        return max(self.min_effect, self.noise_floor or 0.0)
+        if (self.min_effect < 0 or not 0 < self.alpha < 1 or self.min_samples < 1
+                or (self.noise_floor or 0) < 0 or self.resamples < 1):
+            raise ValueError("need min_effect, noise_floor >= 0, 0 < alpha < 1, "
+                             "min_samples >= 1 and resamples >= 1")
+        object.__setattr__(self, "threshold", max(self.min_effect, self.noise_floor or 0.0))
 
 
 def compare_timings(
@@ -198,52 +192,93 @@ def _compare_group(b: Floats, c: Floats, opts: _Options) -> list[TimingCompariso
     med_c = _median_rows(c_sorted) if n_c else np.full(count, np.nan)
     positive = finite & (med_b > 0) & (med_c > 0)
     ratio = np.where(positive, med_c / np.where(positive, med_b, 1.0), np.nan)
-    ok = positive & (min(n_b, n_c) >= opts.min_samples)
+    few_samples = min(n_b, n_c) < opts.min_samples
+    ok = positive & (not few_samples)
     low, high, p = np.full(count, np.nan), np.full(count, np.nan), np.full(count, np.nan)
     if ok.any():
         low[ok], high[ok] = _bootstrap_rows(b_sorted[ok], c_sorted[ok], opts)
         p[ok] = _mann_whitney_rows(b[ok], c[ok])
+    few = f"too few samples: {min(n_b, n_c)} < {opts.min_samples}"
     out = []
     for i, (r, lo, hi, pv) in enumerate(zip(ratio.tolist(), low.tolist(), high.tolist(),
                                              p.tolist(), strict=True)):
-        if not finite[i]:
-            verdict, reason = Verdict.INCONCLUSIVE, "non-finite timing values"
-        elif min(n_b, n_c) < opts.min_samples:
-            verdict, reason = Verdict.INCONCLUSIVE, (
-                f"too few samples: {min(n_b, n_c)} < {opts.min_samples}")
-        elif not positive[i]:
-            side, med = ("baseline", med_b[i]) if not med_b[i] > 0 else ("candidate", med_c[i])
-            verdict, reason = Verdict.INCONCLUSIVE, f"non-positive {side} median ({med:g} ms)"
-        else:
+        if ok[i]:
             verdict, reason = _decide(r, lo, hi, pv, opts)
-        done = ok[i]
+        else:
+            verdict, reason = Verdict.INCONCLUSIVE, (
+                "non-finite timing values" if not finite[i] else few if few_samples
+                else f"non-positive {'candidate' if med_b[i] > 0 else 'baseline'} median")
         out.append(TimingComparison(
-            verdict=verdict, ratio=r if positive[i] else None, ci_low=lo if done else None,
-            ci_high=hi if done else None, p_value=pv if done else None,
-            min_effect=opts.min_effect, noise_floor=opts.noise_floor, reason=reason))
+            verdict, r if positive[i] else None, lo if ok[i] else None, hi if ok[i] else None,
+            pv if ok[i] else None, opts.min_effect, opts.noise_floor, reason))
     return out
 
 
+class _Tail(NamedTuple):
+    """One CI bound: the resample cells that can reach it, their counts, the ranks to read."""
+
+    cell_b: Ints
+    cell_c: Ints
+    weights: Ints
+    ranks: tuple[int, int]  # ascending (sign 1) or counted from the top (sign -1)
+    sign: int
+    t: float  # interpolation weight between the two ranks
+
+
+@functools.lru_cache(maxsize=32)
+def _plan(n_b: int, n_c: int, resamples: int, seed: int) -> tuple[Ints, Ints, list[_Tail]]:
+    """`_resample_plan` reduced to what the data needs. A resampled median is the mean of two
+    positions (lo, hi) of a sorted sample; `combos` are the distinct ones per side, a resample
+    is a cell (baseline combo, candidate combo). A bound's tail drops the cells that cannot
+    reach its ranks for any data: more resamples than the rank have a ratio certainly nearer
+    that end (candidate positions all <=, baseline positions all >=)."""
+    combos, inverse = [], []
+    for idx in _resample_plan(n_b, n_c, resamples, seed):
+        idx.sort(axis=1)
+        middle = np.stack((idx[:, (idx.shape[1] - 1) // 2], idx[:, idx.shape[1] // 2]), axis=1)
+        unique, inv = np.unique(middle, axis=0, return_inverse=True)
+        combos.append(unique)
+        inverse.append(inv.ravel())
+    cells, weights = np.unique(np.stack(inverse, axis=1), axis=0, return_counts=True)
+    pos_b, pos_c = combos[0][cells[:, 0]], combos[1][cells[:, 1]]
+    prune = len(cells) <= 4000  # below[i, j]: ratio of cell j <= ratio of cell i, always
+    below = np.ones((len(cells), len(cells)) if prune else (0, 0), np.bool_)
+    for k in range(2 if prune else 0):
+        below &= (pos_c[None, :, k] <= pos_c[:, None, k]) & (pos_b[None, :, k] >= pos_b[:, None, k])
+    tails = []
+    for q, sign in ((_TAIL, 1), (1 - _TAIL, -1)):
+        lo = math.floor(q * (resamples - 1))
+        r0, r1 = lo, min(lo + 1, resamples - 1)
+        ranks = (r0, r1) if sign == 1 else (resamples - 1 - r0, resamples - 1 - r1)
+        nearer = (below if sign == 1 else below.T) @ weights - weights if prune else 0 * weights
+        keep = nearer < max(ranks) + 1
+        tails.append(_Tail(cells[keep, 0], cells[keep, 1], weights[keep], ranks, sign,
+                           q * (resamples - 1) - lo))
+    return combos[0], combos[1], tails
+
+
 def _bootstrap_rows(b_sorted: Floats, c_sorted: Floats, opts: _Options) -> tuple[Floats, Floats]:
-    """Per-row percentile bootstrap CI of the median ratio, from row-sorted samples."""
-    idx_b, idx_c = _resample_plan(b_sorted.shape[1], c_sorted.shape[1], opts.resamples, opts.seed)
-    idx_b.sort(axis=1)
-    idx_c.sort(axis=1)
-    (n_b, n_c), count, resamples = (idx_b.shape[1], idx_c.shape[1]), len(b_sorted), opts.resamples
-    tail = (1 - CONFIDENCE) / 2
-    kth = sorted({min(math.floor(q * (resamples - 1)) + d, resamples - 1)
-                  for q in (tail, 1 - tail) for d in (0, 1)})
-    low, high = np.empty(count), np.empty(count)
-    step = max(1, _CHUNK_CELLS // resamples)
-    for s in range(0, count, step):
-        b, c = b_sorted[s:s + step], c_sorted[s:s + step]
-        med_b = (b[:, idx_b[:, (n_b - 1) // 2]] + b[:, idx_b[:, n_b // 2]]) / 2
-        ratios = (c[:, idx_c[:, (n_c - 1) // 2]] + c[:, idx_c[:, n_c // 2]]) / 2
-        np.maximum(ratios, FLOOR_MS, out=ratios)
-        ratios /= np.maximum(med_b, FLOOR_MS, out=med_b)
-        ratios.partition(kth, axis=1)
-        low[s:s + step], high[s:s + step] = _lerp_rows(ratios, tail), _lerp_rows(ratios, 1 - tail)
-    return low, high
+    """Per-row percentile bootstrap CI of the median ratio, from row-sorted samples: the
+    weighted order statistics of each tail's cells, as np.quantile over all resamples."""
+    combos_b, combos_c, tails = _plan(
+        b_sorted.shape[1], c_sorted.shape[1], opts.resamples, opts.seed)
+    bounds = []
+    for tail in tails:
+        out = np.empty(len(b_sorted))
+        step = max(1, _CHUNK_CELLS // max(len(tail.weights), len(combos_b), len(combos_c)))
+        for s in range(0, len(b_sorted), step):
+            b, c = b_sorted[s:s + step], c_sorted[s:s + step]
+            med_b = np.maximum((b[:, combos_b[:, 0]] + b[:, combos_b[:, 1]]) / 2, FLOOR_MS)
+            med_c = np.maximum((c[:, combos_c[:, 0]] + c[:, combos_c[:, 1]]) / 2, FLOOR_MS)
+            ratios = tail.sign * (med_c[:, tail.cell_c] / med_b[:, tail.cell_b])
+            order = np.argsort(ratios, axis=1)
+            ranked = np.take_along_axis(ratios, order, axis=1)
+            covered = np.cumsum(tail.weights[order], axis=1)
+            rows = np.arange(len(b))
+            a, z = (tail.sign * ranked[rows, (covered > r).argmax(axis=1)] for r in tail.ranks)
+            out[s:s + step] = _lerp(a, z, tail.t)
+        bounds.append(out)
+    return bounds[0], bounds[1]
 
 
 def _mann_whitney_rows(b: Floats, c: Floats) -> Floats:
