@@ -68,7 +68,7 @@ class TimingComparison:
             return self.reason
         slower = self.ratio >= 1
         text = f"{self.ratio:.2f}x slower" if slower else f"{1 / self.ratio:.2f}x faster"
-        if self.ci_low is not None and self.ci_high is not None:
+        if self.ci_low is not None and self.ci_high is not None and "CI" not in self.reason:
             text += f" (95% CI {self.ci_low:.2f}-{self.ci_high:.2f})"
         if self.verdict in (Verdict.UNCHANGED, Verdict.INCONCLUSIVE):
             text += f": {self.reason}"
