@@ -40,10 +40,15 @@ def fixture(name: str) -> tuple[Plan, str]:
 
 
 def observation(target_id: int, name: str, sample: int = 0, **changes: Any) -> Observation:
+    """An execution of fixture `name` (query_key = name), with fields replaced by `changes`."""
     plan, text = fixture(name)
-    obs = Observation(
+    return replace(observation_of(target_id, name, plan, text, sample), **changes)
+
+
+def observation_of(target_id: int, key: str, plan: Plan, text: str, sample: int) -> Observation:
+    return Observation(
         target_id=target_id,
-        query_key=name,
+        query_key=key,
         params=json.dumps([sample]),
         plan=plan,
         plan_json=text,
@@ -53,7 +58,6 @@ def observation(target_id: int, name: str, sample: int = 0, **changes: Any) -> O
         sample_index=sample,
         collected_at=T0 + timedelta(seconds=sample),
     )
-    return replace(obs, **changes)
 
 
 def new_run(store: Store, label: str = "run", names: tuple[str, ...] = ("pg15",)) -> list[int]:
@@ -134,6 +138,29 @@ def test_observations_round_trip_with_the_numbers_of_the_captured_plans(store: S
     assert by_name["range_bitmap_scan"].exact_heap_blocks == 132
     assert by_name["range_bitmap_scan"].lossy_heap_blocks == 0
     assert by_name["range_index_scan"].exact_heap_blocks is None
+
+
+CAPTURED = sorted((FIXTURES / "plans").glob("pg*/*.json"))
+
+
+@pytest.fixture(scope="module")
+def shared_store(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    with Store(tmp_path_factory.mktemp("shared") / "planshift.duckdb") as opened:
+        yield opened
+
+
+@pytest.mark.parametrize("path", CAPTURED, ids=lambda p: f"{p.parent.name}/{p.stem}")
+def test_every_captured_fixture_plan_round_trips(shared_store: Store, path: Path) -> None:
+    """The shared fixtures of tests/fixtures/plans/pg*/ (PostgreSQL 15, 17, 18)."""
+    store = shared_store
+    explain = json.loads(path.read_text())["explain"]
+    plan = parse_plan(explain)
+    (target,) = new_run(store)
+    store.add_observations([observation_of(target, path.stem, plan, json.dumps(explain), 0)])
+    (row,) = store.observations([target])
+    assert store.plan(row.fingerprint) == plan
+    assert row.total_cost == pytest.approx(plan.total_cost)
+    assert row.actual_rows == plan.root.actual_rows_total
 
 
 def test_plan_nodes_are_queryable_with_plain_sql(store: Store) -> None:
