@@ -68,8 +68,10 @@ class TimingComparison:
             return self.reason
         slower = self.ratio >= 1
         text = f"{self.ratio:.2f}x slower" if slower else f"{1 / self.ratio:.2f}x faster"
-        if self.ci_low is not None and self.ci_high is not None and "CI" not in self.reason:
-            text += f" (95% CI {self.ci_low:.2f}-{self.ci_high:.2f})"
+        if self.ci_low is not None and self.ci_high is not None:
+            interval = f"{self.ci_low:.2f}-{self.ci_high:.2f}"
+            if interval not in self.reason:
+                text += f" (95% CI {interval})"
         if self.verdict in (Verdict.UNCHANGED, Verdict.INCONCLUSIVE):
             text += f": {self.reason}"
         return text
