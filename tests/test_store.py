@@ -141,6 +141,7 @@ def test_observations_round_trip_with_the_numbers_of_the_captured_plans(store: S
 
 
 CAPTURED = sorted((FIXTURES / "plans").glob("pg*/*.json"))
+FIRST_PLAN_OF: dict[str, Plan] = {}  # fingerprint -> the first captured plan stored with it
 
 
 @pytest.fixture(scope="module")
@@ -158,7 +159,9 @@ def test_every_captured_fixture_plan_round_trips(shared_store: Store, path: Path
     (target,) = new_run(store)
     store.add_observations([observation_of(target, path.stem, plan, json.dumps(explain), 0)])
     (row,) = store.observations([target])
-    assert store.plan(row.fingerprint) == plan
+    assert row.fingerprint == fingerprint(plan)
+    # the same shape captured elsewhere (another version, other constants) keeps the first JSON
+    assert store.plan(row.fingerprint) == FIRST_PLAN_OF.setdefault(row.fingerprint, plan)
     assert row.total_cost == pytest.approx(plan.total_cost)
     assert row.actual_rows == plan.root.actual_rows_total
 
