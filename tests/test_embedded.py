@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import shutil
 import signal
@@ -215,3 +216,43 @@ def test_reap_orphans_leaves_live_clusters(pg15_install: Installation, base_dir:
         assert reap_orphans(base_dir) == 0
         assert _show(cluster.conninfo, "port") == "5432"
     assert reap_orphans(base_dir / "missing") == 0
+
+
+_EXITING_OWNER = """
+import sys
+from pathlib import Path
+from collectors.embedded import EmbeddedCluster
+from collectors.installations import find_installation
+cluster = EmbeddedCluster(find_installation(15), base_dir=Path(sys.argv[1]))
+cluster.start()
+print(cluster.data_dir / "postmaster.pid", flush=True)
+print(open(cluster.data_dir / "postmaster.pid").readline().strip(), flush=True)
+"""
+
+
+def test_cluster_stopped_at_interpreter_exit(base_dir: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", _EXITING_OWNER, str(base_dir)],
+        capture_output=True,
+        text=True,
+        cwd=REPO_ROOT,
+        env={**os.environ, "PYTHONPATH": str(REPO_ROOT)},
+        timeout=60,
+        check=True,
+    )
+    pid_file, pid = done.stdout.split()
+    assert not process_alive(int(pid))
+    assert not Path(pid_file).parent.parent.exists()
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="only root hands the server to another user")
+def test_bindir_the_server_user_cannot_reach(pg15_install: Installation) -> None:
+    private = Path(tempfile.mkdtemp(prefix="planshift-private-"))  # mode 0700, owned by root
+    try:
+        (private / "bin").symlink_to(pg15_install.bindir)
+        hidden = dataclasses.replace(pg15_install, bindir=private / "bin")
+        with pytest.raises(PlanshiftError, match="cannot run") as info:
+            EmbeddedCluster(hidden).start()
+        assert info.value.hint and "not under /root" in info.value.hint
+    finally:
+        shutil.rmtree(private)
