@@ -29,8 +29,8 @@ SUPPORTED_MAJORS = (15, 17, 18)
 def _cluster(major: int) -> Iterator[EmbeddedCluster]:
     try:
         installation = find_installation(major)
-    except PlanshiftError:
-        pytest.skip(f"PostgreSQL {major} is not installed: {INSTALL_HOW[major]}")
+    except PlanshiftError as exc:
+        pytest.skip(f"PostgreSQL {major} is not available ({exc}): {INSTALL_HOW[major]}")
     cluster = EmbeddedCluster(installation, name=f"test-pg{major}")
     cluster.start()
     try:
