@@ -250,6 +250,24 @@ def rules(code: Annotated[str | None, typer.Argument(help="Rule code or name.")]
 
 
 @app.command()
+def census(
+    store: StoreOption = DEFAULT_STORE,
+    run_id: Annotated[int | None, typer.Option("--run", help="Run id (default: the latest complete run).")] = None,
+    query: Annotated[str | None, typer.Option("--query", "-q", help="Only this query.")] = None,
+    target: Annotated[
+        list[str] | None, typer.Option("--target", "-t", help="Only these targets. Repeatable.")
+    ] = None,
+) -> None:
+    """Plan-shape census: samples per plan shape for every target and sweep point, and switch points."""
+    from detector.jobs import census_from_store
+    from detector.reports.census_terminal import render_census
+
+    with user_errors():
+        censuses = census_from_store(store, run_id, query, target or [])
+    render_census(censuses, out)
+
+
+@app.command()
 def demo(
     store: StoreOption = Path("planshift-demo.duckdb"),
     workload: Annotated[

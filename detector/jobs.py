@@ -11,6 +11,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from collectors.runner import ProgressCallback, RunOptions, plan_count, run_workload
 from collectors.targets import open_servers, parse_dsn_option, resolve_target_specs
+from detector.census import QueryCensus, build_census
 from detector.compare import CompareOptions, compare_sides, resolve_side
 from detector.errors import PlanshiftError
 from detector.model import ComparisonResult
@@ -181,3 +182,23 @@ def run_demo(
         f"\nsame comparison as: planshift compare --store {store_path} "
         f"--baseline {variants[0]} --candidate {variants[1]}"
     )
+
+
+def census_from_store(
+    store_path: Path, run_id: int | None, query: str | None, targets: Sequence[str]
+) -> list[QueryCensus]:
+    if not store_path.exists():
+        raise PlanshiftError(f"store {store_path} does not exist", "run `planshift run WORKLOAD.toml` first")
+    with Store(store_path, read_only=True) as store:
+        run = run_id if run_id is not None else store.latest_run_id()
+        if run is None:
+            raise PlanshiftError(f"no complete run in {store_path}", "run `planshift run WORKLOAD.toml` first")
+        records = store.targets([run])
+        if not records:
+            raise PlanshiftError(f"run {run} not found in {store_path}", "see `planshift runs`")
+        if targets:
+            records = [resolve_side(store, name, run) for name in targets]
+        censuses = build_census(store, records, query)
+    if not censuses:
+        raise PlanshiftError(f"no observations for {query or 'any query'} in run {run}")
+    return censuses
