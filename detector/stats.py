@@ -138,17 +138,14 @@ class _Options:
     min_effect: float
     alpha: float
     min_samples: int
-    noise_floor: float | None
     resamples: int
     seed: int
-    threshold: float = 0.0  # max(min_effect, noise_floor), set on creation
 
     def __post_init__(self) -> None:
-        if (self.min_effect < 0 or not 0 < self.alpha < 1 or self.min_samples < 1
-                or (self.noise_floor or 0) < 0 or self.resamples < 1):
-            raise ValueError("need min_effect, noise_floor >= 0, 0 < alpha < 1, "
-                             "min_samples >= 1 and resamples >= 1")
-        object.__setattr__(self, "threshold", max(self.min_effect, self.noise_floor or 0.0))
+        if not (self.min_effect >= 0 and 0 < self.alpha < 1 and self.min_samples >= 1
+                and self.resamples >= 1):
+            raise ValueError("need min_effect >= 0, 0 < alpha < 1, min_samples >= 1 "
+                             "and resamples >= 1")
 
 
 def compare_timings(
@@ -165,11 +162,17 @@ def compare_timings(
 
 def compare_timings_batch(
     pairs: Sequence[tuple[Sequence[float], Sequence[float]]], *, min_effect: float = 0.10,
-    alpha: float = 0.05, min_samples: int = 5, noise_floor: float | None = None,
+    alpha: float = 0.05, min_samples: int = 5,
+    noise_floor: float | Sequence[float | None] | None = None,
     resamples: int = 2000, seed: int = 0,
 ) -> list[TimingComparison]:
-    """`compare_timings` for many (baseline, candidate) pairs at once, in input order."""
-    opts = _Options(min_effect, alpha, min_samples, noise_floor, resamples, seed)
+    """`compare_timings` for many (baseline, candidate) pairs at once, in input order;
+    `noise_floor` is one value for every pair, or one per pair (None: no floor)."""
+    opts = _Options(min_effect, alpha, min_samples, resamples, seed)
+    floors = (list(noise_floor) if noise_floor is not None
+              and not isinstance(noise_floor, int | float) else [noise_floor] * len(pairs))
+    if len(floors) != len(pairs) or not all(f is None or f >= 0 for f in floors):
+        raise ValueError("noise_floor: None or >= 0, for all pairs or one per pair")
     groups: defaultdict[tuple[int, int], list[int]] = defaultdict(list)
     for i, (b, c) in enumerate(pairs):
         groups[(len(b), len(c))].append(i)
@@ -178,12 +181,15 @@ def compare_timings_batch(
         b_rows = np.array([pairs[i][0] for i in members], dtype=np.float64)
         c_rows = np.array([pairs[i][1] for i in members], dtype=np.float64)
         shape_b, shape_c = (len(members), n_b), (len(members), n_c)
-        verdicts = _compare_group(b_rows.reshape(shape_b), c_rows.reshape(shape_c), opts)
+        verdicts = _compare_group(b_rows.reshape(shape_b), c_rows.reshape(shape_c),
+                                  [floors[i] for i in members], opts)
         results.update(zip(members, verdicts, strict=True))
     return [results[i] for i in range(len(pairs))]
 
 
-def _compare_group(b: Floats, c: Floats, opts: _Options) -> list[TimingComparison]:
+def _compare_group(
+    b: Floats, c: Floats, floors: list[float | None], opts: _Options,
+) -> list[TimingComparison]:
     """All pairs with the same (len(baseline), len(candidate))."""
     count, n_b, n_c = b.shape[0], b.shape[1], c.shape[1]
     finite = np.asarray(np.isfinite(b).all(axis=1) & np.isfinite(c).all(axis=1), np.bool_)
@@ -203,14 +209,14 @@ def _compare_group(b: Floats, c: Floats, opts: _Options) -> list[TimingCompariso
     for i, (r, lo, hi, pv) in enumerate(zip(ratio.tolist(), low.tolist(), high.tolist(),
                                              p.tolist(), strict=True)):
         if ok[i]:
-            verdict, reason = _decide(r, lo, hi, pv, opts)
+            verdict, reason = _decide(r, lo, hi, pv, opts, floors[i])
         else:
             verdict, reason = Verdict.INCONCLUSIVE, (
                 "non-finite timing values" if not finite[i] else few if few_samples
                 else f"non-positive {'candidate' if med_b[i] > 0 else 'baseline'} median")
         out.append(TimingComparison(
             verdict, r if positive[i] else None, lo if ok[i] else None, hi if ok[i] else None,
-            pv if ok[i] else None, opts.min_effect, opts.noise_floor, reason))
+            pv if ok[i] else None, opts.min_effect, floors[i], reason))
     return out
 
 
@@ -225,7 +231,7 @@ class _Tail(NamedTuple):
     t: float  # interpolation weight between the two ranks
 
 
-@functools.lru_cache(maxsize=32)
+@functools.lru_cache(maxsize=256)
 def _plan(n_b: int, n_c: int, resamples: int, seed: int) -> tuple[Ints, Ints, list[_Tail]]:
     """`_resample_plan` reduced to what the data needs. A resampled median is the mean of two
     positions (lo, hi) of a sorted sample; `combos` are the distinct ones per side, a resample
@@ -302,25 +308,24 @@ def _pct(fraction: float) -> str:
     return f"{fraction * 100:.3g}%"
 
 
-def _decide(ratio: float, low: float, high: float, p: float, opts: _Options) -> tuple[Verdict, str]:
-    threshold, effect = opts.threshold, max(ratio, 1 / ratio) - 1
-    slower, faster = low > 1, high < 1
-    significant = (slower or faster) and p < opts.alpha
-    if significant and effect >= threshold and (ratio > 1) == slower:
+def _decide(
+    ratio: float, low: float, high: float, p: float, opts: _Options, floor: float | None,
+) -> tuple[Verdict, str]:
+    threshold, effect = max(opts.min_effect, floor or 0.0), max(ratio, 1 / ratio) - 1
+    slower = low > 1
+    significant = (slower or high < 1) and p < opts.alpha and (ratio > 1) == slower
+    if significant and effect >= threshold:
         verdict = Verdict.REGRESSED if slower else Verdict.IMPROVED
         return verdict, f"significant (p={p:.2g}) and {_pct(effect)} >= {_pct(threshold)}"
+    if significant and effect >= opts.min_effect:  # a real move the A/A noise could also make
+        return Verdict.INCONCLUSIVE, (
+            f"{ratio:.2f}x is inside the A/A noise floor of {_pct(threshold)}")
     if low >= 1 / (1 + threshold) and high <= 1 + threshold:
         return Verdict.UNCHANGED, f"CI within the ±{_pct(threshold)} equivalence margin"
-    if significant and effect < threshold:
-        if opts.noise_floor is not None and effect >= opts.min_effect:
-            why = f"inside the A/A noise floor of {_pct(opts.noise_floor)}"
-        else:
-            why = f"below the {_pct(opts.min_effect)} minimum effect"
-        return Verdict.INCONCLUSIVE, f"{ratio:.2f}x is {why}"
     if significant:
-        return Verdict.INCONCLUSIVE, f"median ratio {ratio:.2f}x is outside its CI"
+        return Verdict.INCONCLUSIVE, f"{ratio:.2f}x is below the {_pct(opts.min_effect)} minimum effect"
     if low < 1 / (1 + threshold) and high > 1 + threshold:
         return Verdict.INCONCLUSIVE, f"CI {low:.2f}-{high:.2f} too wide to decide"
     if p >= opts.alpha:
         return Verdict.INCONCLUSIVE, f"not significant (p={p:.2g})"
-    return Verdict.INCONCLUSIVE, f"not significant (CI {low:.2f}-{high:.2f} includes 1)"
+    return Verdict.INCONCLUSIVE, f"not significant: CI {low:.2f}-{high:.2f} and p={p:.2g} disagree"
