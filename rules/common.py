@@ -64,7 +64,7 @@ def fmt_ms(value: float | None) -> str:
         return f"{value:.1f} ms"
     if value >= 1:
         return f"{value:.2f} ms"
-    return f"{value:.3g} ms"
+    return f"{value:.3f} ms" if value >= 0.01 else f"{value:.2g} ms"
 
 
 def fmt_cost(value: float) -> str:

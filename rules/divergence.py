@@ -9,7 +9,7 @@ from detector.model import Finding, QueryComparison, Severity, Side, Verdict
 from rules.base import rule
 from rules.common import emit, fmt_cost, fmt_ratio, plan_cost, relative_gap, timing_evidence
 
-#: Settings that move plan costs or the clock without moving the cost (prefetching).
+#: Settings that move plan costs (or, like prefetching, the clock without the cost).
 COST_SETTINGS = (
     "random_page_cost",
     "seq_page_cost",
@@ -22,6 +22,8 @@ COST_SETTINGS = (
     "work_mem",
     "parallel_setup_cost",
     "parallel_tuple_cost",
+    "max_parallel_workers_per_gather",
+    "min_parallel_table_scan_size",
 )
 _GENERIC_HINT = "random_page_cost, effective_io_concurrency?"
 
@@ -73,7 +75,7 @@ def cost_duration_divergence(
     PG 15 Index Scan (cost 28016.1) -> PG 17 Bitmap Heap Scan (cost 27051.0):
 
         candidate plan estimated 0.966x the cost (27051.0 vs 28016.1) but measured
-        1.15x slower (95% CI of ratio 1.10-1.20): the cost model misranks these plans
+        1.15x slower (95% CI 1.10-1.20): the cost model misranks these plans
         (random_page_cost, effective_io_concurrency?)
 
     ## What to do

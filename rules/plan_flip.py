@@ -57,7 +57,7 @@ def plan_shape_changed(
     PG 15 -> PG 17, `SELECT c FROM sbtest1 WHERE id BETWEEN $1 AND $1 + 7999`:
 
         plan changed: IndexScan(sbtest1 sbtest1_pkey) -> BitmapHeapScan(sbtest1) >
-        BitmapIndexScan(sbtest1_pkey); 1.12x slower (95% CI of ratio 1.08-1.16)
+        BitmapIndexScan(sbtest1_pkey); 1.12x slower (95% CI 1.08-1.16)
 
     ## What to do
     Look at the more specific plan-flip findings (PS101 ...) for the node that changed.
@@ -164,7 +164,7 @@ def index_to_bitmap_scan(
     PG 15 -> PG 17, `SELECT c FROM sbtest1 WHERE id BETWEEN $1 AND $1 + 7999`:
 
         sbtest1: IndexScan(sbtest1_pkey) -> BitmapHeapScan(sbtest1_pkey);
-        1.12x slower (95% CI of ratio 1.08-1.16)
+        1.12x slower (95% CI 1.08-1.16)
 
     ## What to do
     Check whether the data is cached in production: if it is, a lower random_page_cost

@@ -56,7 +56,7 @@ def timing_regression(comparison: QueryComparison, options: Mapping[str, Any]) -
     ## Example
     PG 15 -> PG 17, `SELECT c FROM sbtest1 WHERE id BETWEEN $1 AND $1 + 7999`:
 
-        1.23x slower (95% CI of ratio 1.15-1.31), median 2.10 ms -> 2.60 ms,
+        1.23x slower (95% CI 1.15-1.31), median 2.10 ms -> 2.60 ms,
         p90 2.40 ms -> 3.10 ms; plan changed (see PS100)
 
     ## What to do
@@ -90,7 +90,7 @@ def timing_improvement(
     ## Example
     `effective_io_concurrency` 1 -> 100, a Bitmap Heap Scan over uncached pages:
 
-        3.68x faster (95% CI of ratio 0.26-0.29), median 65604 ms -> 17807 ms,
+        3.68x faster (95% CI 0.26-0.29), median 65604 ms -> 17807 ms,
         p90 66010 ms -> 18120 ms; same plan
 
     ## What to do

@@ -1,0 +1,275 @@
+"""Rule catalog tests: data-driven cases (tests/fixtures/rules/<CODE>/<case>.toml) and the framework.
+
+A case file gives the two sides of one query: captured plan fixtures (EXPLAIN JSON from a
+real server, tests/fixtures/plans/pg*/*.json) with sample counts, and the measured
+durations. The harness builds the `QueryComparison` the way `detector.compare` does
+(timing statistics from `detector.stats`), runs every rule, and checks that the codes in
+`expect` fire, that the rule under test fires only when expected, and its severity.
+
+    description = "PG 15 Index Scan -> PG 17 Bitmap Heap Scan, measured 15% slower"
+    expect = ["PS100", "PS101", "PS200"]
+    severity = "error"                 # optional: of the rule under test's findings
+    options = { near_tie = 0.05 }      # optional: overrides for the rule under test
+    timing = { min_effect = 0.05 }     # optional: keyword arguments of compare_timings
+    message_contains = ["sbtest1: IndexScan(sbtest1_pkey)"]   # optional
+
+    [baseline]
+    plan = "tests/fixtures/plans/pg15/range_index_scan.json"
+    durations_ms = [2.0, 2.1, ...]
+
+    [candidate]                        # several shapes: `plans`, dominant = most samples
+    plans = [{ fixture = "...", samples = 14 }, { fixture = "...", samples = 6 }]
+    durations_ms = [...]
+    settings = { random_page_cost = "1.1" }   # optional, else the dominant fixture's gucs
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import statistics
+import sys
+import tomllib
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import rules
+from detector import stats
+from detector.model import (
+    Finding,
+    PlanVariant,
+    QueryComparison,
+    ScanAccess,
+    Severity,
+    Side,
+    fingerprint,
+    parse_plan,
+    signature,
+)
+from rules import base
+from rules.common import fmt_ms, fmt_ratio, relative_gap
+from rules.plan_flip import index_to_bitmap_pairs
+
+ROOT = Path(__file__).resolve().parent.parent
+CASES_DIR = ROOT / "tests" / "fixtures" / "rules"
+CASE_FILES = sorted(CASES_DIR.glob("PS*/*.toml"))
+
+
+def _load_side(label: str, raw: dict[str, Any]) -> Side:
+    entries = raw.get("plans") or [{"fixture": raw["plan"]}]
+    durations = tuple(float(d) for d in raw["durations_ms"])
+    variants: list[PlanVariant] = []
+    docs: dict[str, dict[str, Any]] = {}
+    for entry in entries:
+        doc = json.loads((ROOT / entry["fixture"]).read_text())
+        plan = parse_plan(doc["explain"])
+        samples = int(entry.get("samples", len(durations)))
+        median = entry.get("median_ms", statistics.median(durations) if len(entries) == 1 else None)
+        fp = fingerprint(plan)
+        docs[fp] = doc
+        variants.append(PlanVariant(fp, signature(plan), plan, samples, median, plan.total_cost))
+    variants.sort(key=lambda v: (-v.samples, v.fingerprint))
+    dominant = docs[variants[0].fingerprint]
+    settings = raw.get("settings", dominant.get("gucs") or {})
+    return Side(
+        label=raw.get("label", label),
+        server_version_num=dominant.get("server_version_num"),
+        settings={str(k): str(v) for k, v in settings.items()},
+        plans=tuple(variants),
+        durations_ms=durations,
+        timing=stats.timing_stats(durations),
+    )
+
+
+def load_case(path: Path) -> tuple[dict[str, Any], QueryComparison]:
+    case = tomllib.loads(path.read_text())
+    baseline = _load_side("baseline", case["baseline"])
+    candidate = _load_side("candidate", case["candidate"])
+    timing = stats.compare_timings(
+        baseline.durations_ms, candidate.durations_ms, **case.get("timing", {})
+    )
+    fixture = case["baseline"].get("plan") or case["baseline"]["plans"][0]["fixture"]
+    sql = json.loads((ROOT / fixture).read_text()).get("sql", "")
+    comparison = QueryComparison(
+        query_key=f"{path.parent.name}/{path.stem}",
+        query_name=path.stem,
+        sql=sql,
+        baseline=baseline,
+        candidate=candidate,
+        timing=timing,
+    )
+    return case, comparison
+
+
+def _run(case: dict[str, Any], comparison: QueryComparison, code: str) -> list[Finding]:
+    return rules.run_rules(comparison, options={code: case.get("options", {})})
+
+
+@pytest.mark.parametrize("path", CASE_FILES, ids=lambda p: f"{p.parent.name}/{p.stem}")
+def test_case(path: Path) -> None:
+    code = path.parent.name
+    case, comparison = load_case(path)
+    assert case.get("description"), "every case says what it is"
+    findings = _run(case, comparison, code)
+    fired = {f.code for f in findings}
+    expected = set(case["expect"])
+    report = "\n".join(f"{f.code} {f.severity}: {f.message}" for f in findings)
+    assert expected <= fired, f"missing {sorted(expected - fired)}; got:\n{report}"
+    assert (code in fired) == (code in expected), f"{code} fired unexpectedly:\n{report}"
+    mine = [f for f in findings if f.code == code]
+    if "severity" in case:
+        assert {f.severity for f in mine} == {Severity(case["severity"])}, report
+    for text in case.get("message_contains", []):
+        assert any(text in f.message for f in mine), f"{text!r} not in:\n{report}"
+    for found in findings:
+        assert "\n" not in found.message
+        assert found.query_key == comparison.query_key
+        json.dumps(found.evidence, sort_keys=True)  # evidence is plain JSON
+    assert findings == sorted(findings, key=Finding.sort_key)
+
+
+def test_case_directories_name_registered_rules() -> None:
+    codes = {r.code for r in rules.all_rules()}
+    assert CASES_DIR.is_dir()
+    for folder in CASES_DIR.iterdir():
+        assert folder.name in codes, f"{folder} is not a rule code"
+
+
+@pytest.mark.parametrize("rule", rules.all_rules(), ids=lambda r: r.code)
+def test_rule_is_documented_and_has_cases(rule: rules.Rule) -> None:
+    sections = rule.sections()
+    for heading in rules.DOC_SECTIONS:
+        assert sections.get(heading), f"{rule.code} doc lacks '## {heading}'"
+    assert rule.summary and not rule.summary.startswith("##")
+    assert rule.code.startswith(rules.FAMILIES[rule.family])
+    cases = sorted((CASES_DIR / rule.code).glob("*.toml"))
+    firing = [p for p in cases if rule.code in tomllib.loads(p.read_text())["expect"]]
+    assert firing, f"{rule.code} has no case that fires"
+    assert len(firing) < len(cases), f"{rule.code} has no case that does not fire"
+
+
+# --- the framework -----------------------------------------------------------------------
+
+
+def test_registry_is_sorted_and_lookups_work() -> None:
+    codes = [r.code for r in rules.all_rules()]
+    assert codes == sorted(codes)
+    assert {"PS100", "PS101", "PS200", "PS201", "PS300"} <= set(codes)
+    assert rules.get_rule("ps101").name == "index-to-bitmap-scan"
+    assert rules.get_rule("index-to-bitmap-scan").code == "PS101"
+    assert rules.get_rule("PS101").summary.startswith("A relation read by Index Scan")
+
+
+def test_unknown_rule_suggests_close_matches() -> None:
+    with pytest.raises(LookupError, match="unknown rule 'index-to-bitmap'") as info:
+        rules.get_rule("index-to-bitmap")
+    assert "index-to-bitmap-scan" in str(info.value)
+    with pytest.raises(rules.RuleConfigError) as close:
+        rules.get_rule("PS10")
+    assert close.value.hint and "PS100" in close.value.hint
+
+
+def test_selectors_prefix_family_name_and_ignore() -> None:
+    def codes(**kw: Any) -> list[str]:
+        return [r.code for r in rules.select_rules(**kw)]
+
+    assert codes() == [r.code for r in rules.all_rules()]
+    assert codes(select=["PS1"]) == ["PS100", "PS101"]
+    assert codes(select=["timing"]) == ["PS200", "PS201"]
+    assert codes(select=["ALL"], ignore=["PS2", "index-to-bitmap-scan"]) == ["PS100", "PS300"]
+    assert codes(select=["PS101"], ignore=["plan-flip"]) == []
+    with pytest.raises(LookupError, match="matches no rule"):
+        codes(select=["PS9"])
+
+
+def test_option_overrides_are_validated() -> None:
+    ps100 = rules.get_rule("PS100")
+    assert ps100.resolve_options() == {"near_tie": 0.02}
+    assert ps100.resolve_options({"near_tie": 1}) == {"near_tie": 1.0}
+    with pytest.raises(LookupError, match="no option 'near_ti'") as info:
+        ps100.resolve_options({"near_ti": 0.1})
+    assert "near_tie" in str(info.value)
+    with pytest.raises(LookupError, match="must be float"):
+        ps100.resolve_options({"near_tie": "small"})
+    with pytest.raises(LookupError, match="must be float"):
+        ps100.resolve_options({"near_tie": True})
+
+
+def test_registration_checks_code_name_family_and_clashes(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(base, "_REGISTRY", dict(base._REGISTRY))
+    with pytest.raises(ValueError, match="not PS"):
+        rules.rule("X100", "x", "plan-flip", Severity.INFO)
+    with pytest.raises(ValueError, match="kebab-case"):
+        rules.rule("PS190", "Bad_Name", "plan-flip", Severity.INFO)
+    with pytest.raises(ValueError, match="family"):
+        rules.rule("PS290", "some-flip", "plan-flip", Severity.INFO)
+    with pytest.raises(ValueError, match="clashes"):
+        rules.rule("PS190", "plan-shape-changed", "plan-flip", Severity.INFO)(lambda c, o: [])
+
+    @rules.rule("PS199", "test-only", "plan-flip", Severity.INFO, flag=True)
+    def test_only(comparison: QueryComparison, options: Any) -> list[Finding]:
+        """Test rule."""
+        return [rules.get_rule("PS100").finding(comparison, "wrong code", {})]
+
+    assert rules.get_rule("PS199").options == {"flag": True}
+    path = next(p for p in CASE_FILES if p.parent.name == "PS100")
+    _, comparison = load_case(path)
+    with pytest.raises(RuntimeError, match="PS199 emitted a finding coded PS100"):
+        rules.run_rules(comparison, select=["PS199"])
+
+
+def test_rules_import_only_the_model_and_the_standard_library() -> None:
+    allowed_stdlib = set(sys.stdlib_module_names) | {"__future__"}
+    for module in sorted((ROOT / "rules").glob("*.py")):
+        tree = ast.parse(module.read_text())
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                names = [node.module]
+            else:
+                continue
+            for name in names:
+                top = name.split(".")[0]
+                ok = top in allowed_stdlib or top == "rules" or name.startswith("detector.model")
+                assert ok, f"{module.name} imports {name}"
+
+
+def test_index_to_bitmap_pairs_match_by_relation_and_index() -> None:
+    def access(rel: str, node: str, index: str | None, path: str) -> ScanAccess:
+        return ScanAccess(rel, node, index, path)
+
+    # a self-join: one read keeps its Index Scan, the other (on k_1) becomes a bitmap scan
+    before = [
+        access("sbtest1", "Index Scan", "sbtest1_pkey", "0.0"),
+        access("sbtest1", "Index Only Scan", "k_1", "0.1"),
+        access("sbtest2", "Index Scan", "sbtest2_pkey", "0.2"),
+    ]
+    after = [
+        access("sbtest2", "Seq Scan", None, "0.0.0"),
+        access("sbtest1", "Bitmap Heap Scan", "k_1", "0.0.1"),
+        access("sbtest1", "Index Scan", "sbtest1_pkey", "0.1"),
+    ]
+    pairs = index_to_bitmap_pairs(before, after)
+    assert [(old.path, new.path) for old, new in pairs] == [("0.1", "0.0.1")]
+    # a BitmapOr over two indexes still pairs with the index it contains
+    ored = [access("sbtest1", "Bitmap Heap Scan", "k_1,sbtest1_pkey", "0")]
+    pairs = index_to_bitmap_pairs(before[:1], ored)
+    assert [(old.index_name, new.index_name) for old, new in pairs] == [
+        ("sbtest1_pkey", "k_1,sbtest1_pkey")
+    ]
+
+
+def test_number_formatting() -> None:
+    assert [fmt_ms(v) for v in (0.004, 0.4, 2.1, 14.6, 101.9)] == [
+        "0.004 ms",
+        "0.400 ms",
+        "2.10 ms",
+        "14.6 ms",
+        "102 ms",
+    ]
+    assert fmt_ratio(0.966) == "0.97" and fmt_ratio(0.9962) == "0.996" and fmt_ratio(1.0) == "1.00"
+    assert relative_gap(4703.7, 4475.5) == pytest.approx(0.0485, abs=1e-4)
+    assert relative_gap(0.0, 0.0) == 0.0
