@@ -31,6 +31,8 @@ from detector.store import Store
 from detector.workload import Query, Workload
 
 EXPLAIN = "EXPLAIN (ANALYZE, BUFFERS, SETTINGS, FORMAT JSON) "
+GENERIC_EXPLAIN = "EXPLAIN (GENERIC_PLAN, SETTINGS, FORMAT JSON) "
+PREPARED_NAME = "planshift_generic"
 
 ProgressCallback = Callable[[str, int], None]
 
@@ -122,6 +124,43 @@ def _execute(side: Side, sql: str, params: dict[str, Any], timeout: str) -> tupl
     return str(row[0]), client_ms
 
 
+def _generic_plan(side: Side, sql: str, timeout: str) -> str:
+    """The generic plan of SQL with $n placeholders, without executing it.
+
+    PostgreSQL 16+ has EXPLAIN (GENERIC_PLAN); before that, PREPARE the statement and EXPLAIN
+    EXECUTE it with NULL arguments under plan_cache_mode = force_generic_plan, which plans
+    without looking at the argument values.
+    """
+    gucs = {"statement_timeout": timeout, **side.gucs}
+    version = int(side.server.info.get("server_version_num") or 0)
+    conn = side.connection
+    with conn.cursor() as cur, conn.transaction(force_rollback=True):
+        if version < 160000:
+            gucs["plan_cache_mode"] = "force_generic_plan"
+        setters = ", ".join("set_config(%s, %s, true)" for _ in gucs)
+        cur.execute(f"SELECT {setters}", [item for pair in gucs.items() for item in pair])
+        if version >= 160000:
+            cur.execute(GENERIC_EXPLAIN + sql)
+            row = cur.fetchone()
+        else:
+            cur.execute(f"PREPARE {PREPARED_NAME} AS {sql}")
+            try:
+                cur.execute(
+                    "SELECT cardinality(parameter_types) FROM pg_prepared_statements WHERE name = %s",
+                    [PREPARED_NAME],
+                )
+                count_row = cur.fetchone()
+                nulls = ", ".join(["NULL"] * int(count_row[0] if count_row else 0))
+                arguments = f"({nulls})" if nulls else ""
+                cur.execute(f"EXPLAIN (SETTINGS, FORMAT JSON) EXECUTE {PREPARED_NAME}{arguments}")
+                row = cur.fetchone()
+            finally:
+                cur.execute(f"DEALLOCATE {PREPARED_NAME}")
+    if row is None:
+        raise PlanshiftError("EXPLAIN returned no row")
+    return str(row[0])
+
+
 def rotated(sides: Sequence[Side], index: int) -> list[Side]:
     """Sample i starts with side i mod n: each side runs first equally often, so the cache the
     first execution warms for the same parameters does not always favour the same side."""
@@ -132,6 +171,9 @@ def rotated(sides: Sequence[Side], index: int) -> list[Side]:
 def plan_count(workload: Workload, sides: int, options: RunOptions) -> int:
     total = 0
     for query in _selected(workload, options):
+        if query.generic_plan:
+            total += sides
+            continue
         reps = options.repetitions or query.repetitions or workload.repetitions
         warmup = workload.warmup if options.warmup is None else options.warmup
         total += len(query.points()) * (reps + warmup) * sides
@@ -205,6 +247,8 @@ def _measure(
     options: RunOptions,
     progress: ProgressCallback | None,
 ) -> list[Observation]:
+    if query.generic_plan:
+        return _generic_observations(query, key, sides, options, progress)
     reps = options.repetitions or query.repetitions or workload.repetitions
     warmup = workload.warmup if options.warmup is None else options.warmup
     rng = random.Random(f"{workload.seed}:{query.name}:{point}")
@@ -239,4 +283,40 @@ def _measure(
                     point=point,
                 )
             )
+    return observations
+
+
+def _generic_observations(
+    query: Query,
+    key: str,
+    sides: Sequence[Side],
+    options: RunOptions,
+    progress: ProgressCallback | None,
+) -> list[Observation]:
+    """One plan-only observation per side: no timings, labelled by the plan's missing analysis."""
+    observations = []
+    for side in sides:
+        try:
+            plan_json = _generic_plan(side, query.sql, options.statement_timeout)
+        except psycopg.Error as exc:
+            raise PlanshiftError(
+                f"generic plan of {query.name} failed on {side.name}: {str(exc).strip()}",
+                "generic_plan queries use $1, $2 ... placeholders whose types PostgreSQL can infer",
+            ) from exc
+        if progress is not None:
+            progress(query.name, 1)
+        observations.append(
+            Observation(
+                target_id=side.target_id,
+                query_key=key,
+                params="[]",
+                plan=parse_plan(plan_json),
+                plan_json=plan_json,
+                duration_ms=None,
+                planning_ms=None,
+                client_ms=None,
+                sample_index=0,
+                collected_at=datetime.now(UTC),
+            )
+        )
     return observations

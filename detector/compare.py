@@ -16,6 +16,8 @@ from detector.model import (
     PlanVariant,
     QueryComparison,
     Side,
+    TimingComparison,
+    Verdict,
 )
 from detector.store import ObservationRow, Store, TargetRecord
 from rules import run_rules
@@ -93,14 +95,17 @@ def compare_sides(
         label = f"{name} [{point}]" if point else name
         base_side = _side(store, baseline, base_rows, plan_cache)
         cand_side = _side(store, candidate, cand_rows, plan_cache)
-        timing = stats.compare_timings(
-            base_side.durations_ms,
-            cand_side.durations_ms,
-            min_effect=options.min_effect,
-            alpha=options.alpha,
-            min_samples=options.min_samples,
-            noise_floor=options.noise_floors.get(label),
-        )
+        if not base_side.durations_ms and not cand_side.durations_ms:
+            timing = plan_only_timing(options.min_effect)
+        else:
+            timing = stats.compare_timings(
+                base_side.durations_ms,
+                cand_side.durations_ms,
+                min_effect=options.min_effect,
+                alpha=options.alpha,
+                min_samples=options.min_samples,
+                noise_floor=options.noise_floors.get(label),
+            )
         comparisons.append(
             QueryComparison(
                 query_key=key,
@@ -131,6 +136,20 @@ def compare_sides(
         findings=tuple(findings),
         settings_diff=settings_diff(baseline, candidate),
         versions=(baseline.server_version_num, candidate.server_version_num),
+    )
+
+
+def plan_only_timing(min_effect: float) -> TimingComparison:
+    """Plans captured without execution (EXPLAIN (GENERIC_PLAN), logs without timings)."""
+    return TimingComparison(
+        verdict=Verdict.INCONCLUSIVE,
+        ratio=None,
+        ci_low=None,
+        ci_high=None,
+        p_value=None,
+        min_effect=min_effect,
+        noise_floor=None,
+        reason="plan-only: no timings (generic plan)",
     )
 
 

@@ -56,6 +56,7 @@ class Query:
     params: tuple[ParamSpec, ...] = ()
     sweep: Sweep | None = None
     repetitions: int | None = None
+    generic_plan: bool = False  # plan-only: EXPLAIN (GENERIC_PLAN) of SQL with $n, no timings
 
     def points(self) -> list[tuple[str | None, dict[str, Any]]]:
         """(label, fixed parameter values) per sweep point; one unlabelled point without a sweep."""
@@ -190,9 +191,23 @@ class _Reader:
         reps = raw.get("repetitions")
         if reps is not None and (not isinstance(reps, int) or reps < 1):
             raise self.fail(f"{where}.repetitions", f"expected a positive integer, got {reps!r}")
+        generic = raw.get("generic_plan", False)
+        if not isinstance(generic, bool):
+            raise self.fail(f"{where}.generic_plan", f"expected true or false, got {generic!r}")
+        if generic and (params or sweep):
+            raise self.fail(
+                f"{where}.generic_plan",
+                "a generic plan takes no parameter values",
+                "write $1, $2 ... in the SQL (as pg_stat_statements shows it) and drop params/sweep",
+            )
         names.add(name)
         return Query(
-            name=name, sql=sql.strip().rstrip(";"), params=params, sweep=sweep, repetitions=reps
+            name=name,
+            sql=sql.strip().rstrip(";"),
+            params=params,
+            sweep=sweep,
+            repetitions=reps,
+            generic_plan=generic,
         )
 
     def target(self, raw: Any, index: int) -> TargetSpec:
