@@ -136,7 +136,18 @@ def compare_sides(
         findings=tuple(findings),
         settings_diff=settings_diff(baseline, candidate),
         versions=(baseline.server_version_num, candidate.server_version_num),
+        tables=table_facts(baseline, candidate),
     )
+
+
+def table_facts(baseline: TargetRecord, candidate: TargetRecord) -> dict[str, dict[str, Any]]:
+    """Row counts and indexed-column correlation on both sides: did both run on the same data?"""
+    left = baseline.info.get("tables") or {}
+    right = candidate.info.get("tables") or {}
+    return {
+        name: {"baseline": left.get(name), "candidate": right.get(name)}
+        for name in sorted(set(left) | set(right))
+    }
 
 
 def plan_only_timing(min_effect: float) -> TimingComparison:

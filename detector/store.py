@@ -129,10 +129,11 @@ class Store(StoreReadsMixin, StoreResultsMixin):
             )
         todo = pending(self._migrations, current)
         if todo and self.read_only:
-            raise PlanshiftError(
-                f"store {self.path} has schema version {current}, older than {latest}",
-                "open it once without read-only mode to migrate it",
-            )
+            # a reader of an older store migrates it first (briefly as the writer), then reads
+            self._con.close()
+            Store(self.path, migrations=self._migrations).close()
+            self._con = self._connect()
+            return
         for migration in todo:
             with self.transaction():
                 if "schema_version" not in tables:

@@ -154,6 +154,8 @@ class ComparisonResult:
     findings: tuple[Finding, ...]
     settings_diff: Mapping[str, tuple[str | None, str | None]] = field(default_factory=dict)
     versions: tuple[int | None, int | None] = (None, None)
+    # per table: {"baseline": {"rows": .., "correlation": {col: ..}}, "candidate": {...}}
+    tables: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
 
     def verdict_counts(self) -> dict[str, int]:
         counts = {v.value: 0 for v in Verdict}

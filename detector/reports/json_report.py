@@ -6,6 +6,7 @@ import json
 from typing import Any
 
 from detector import __version__
+from detector.census import comparison_switches
 from detector.model import ComparisonResult, PlanVariant, QueryComparison, Side, TimingStats
 
 FORMAT_VERSION = 1
@@ -102,6 +103,20 @@ def to_document(result: ComparisonResult) -> dict[str, Any]:
             for f in result.findings
         ],
         "queries": [_query(q) for q in result.queries],
+        "tables": dict(result.tables),
+        "switch_points": {
+            name: [
+                {
+                    "target": s.target,
+                    "before": s.before,
+                    "after": s.after,
+                    "from": s.from_signature,
+                    "to": s.to_signature,
+                }
+                for s in found
+            ]
+            for name, found in comparison_switches(result.queries).items()
+        },
     }
 
 

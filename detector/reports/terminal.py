@@ -5,6 +5,7 @@ from __future__ import annotations
 from rich.console import Console
 from rich.text import Text
 
+from detector.census import comparison_switches
 from detector.model import ComparisonResult, QueryComparison, Severity, Side, Verdict
 
 SEVERITY_STYLE = {Severity.ERROR: "bold red", Severity.WARNING: "yellow", Severity.INFO: "cyan"}
@@ -59,6 +60,26 @@ def query_block(query: QueryComparison, console: Console) -> None:
         console.print(line, overflow="fold")
 
 
+def data_lines(result: ComparisonResult) -> list[str]:
+    """`data: sbtest1 200000 rows on both, correlation id 0.577 / 0.577` per table."""
+    lines = []
+    for table, sides in result.tables.items():
+        base, cand = sides.get("baseline") or {}, sides.get("candidate") or {}
+        rows = (base.get("rows"), cand.get("rows"))
+        text = f"data: {table} " + (
+            f"{rows[0]} rows on both" if rows[0] == rows[1] else f"rows {rows[0]} / {rows[1]}"
+        )
+        columns = sorted(set(base.get("correlation") or {}) | set(cand.get("correlation") or {}))
+        if columns:
+            pairs = [
+                f"{c} {(base.get('correlation') or {}).get(c)} / {(cand.get('correlation') or {}).get(c)}"
+                for c in columns
+            ]
+            text += ", correlation " + ", ".join(pairs)
+        lines.append(text)
+    return lines
+
+
 def render_terminal(result: ComparisonResult, console: Console, *, verbose: bool = False) -> None:
     base_v, cand_v = result.versions
     console.print(
@@ -72,6 +93,8 @@ def render_terminal(result: ComparisonResult, console: Console, *, verbose: bool
             for name, (left, right) in sorted(result.settings_diff.items())
         )
         console.print(f"settings that differ: {diffs}")
+    for fact in data_lines(result):
+        console.print(fact, markup=False)
     shown = 0
     for query in result.queries:
         quiet = not query.plan_changed and query.timing.verdict in (
@@ -83,6 +106,15 @@ def render_terminal(result: ComparisonResult, console: Console, *, verbose: bool
         console.print()
         query_block(query, console)
         shown += 1
+    switches = comparison_switches(result.queries)
+    if any(switches.values()):
+        console.print("\n[bold]plan switch points[/] (dominant plan per sweep point):")
+        for name, found in switches.items():
+            for switch in found:
+                console.print(
+                    f"  {name}: {switch.describe()}: {switch.from_signature} -> {switch.to_signature}",
+                    markup=False,
+                )
     hidden = len(result.queries) - shown
     if hidden:
         console.print(
