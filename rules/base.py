@@ -76,7 +76,7 @@ class Rule:
         for line in [*self.doc.splitlines(), "## "]:
             if line.startswith("## "):
                 if heading is not None:
-                    found[heading] = inspect.cleandoc("\n".join(lines))
+                    found[heading] = "\n".join(lines).strip()
                 heading, lines = line[3:].strip(), []
             elif heading is not None:
                 lines.append(line)

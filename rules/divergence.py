@@ -53,36 +53,39 @@ def cost_duration_divergence(
 
     ## What it flags
     The baseline and candidate dominant plans differ, and the candidate plan was
-    estimated cheaper (by a relative gap of at least `min_cost_gap`, default 0.0: any
-    cheaper estimate) but measured slower (timing verdict `regressed`): warning. The
-    mirror case, estimated dearer but measured faster (`improved`), is info. Inconclusive
-    or unchanged timings never fire. The message gives both ratios, candidate over
-    baseline, and the cost-relevant settings that differ between the sides.
+    estimated cheaper (by a relative gap of at least `min_cost_gap`, default 0.0:
+    any cheaper estimate) but measured slower (timing verdict `regressed`):
+    warning. The mirror case, estimated dearer but measured faster (`improved`),
+    is info. Inconclusive or unchanged timings never fire. The message gives both
+    ratios, candidate over baseline, and the cost-relevant settings that differ
+    between the sides.
 
-    The costs come from each side's own planner (disable_cost removed). Under the same
-    cost settings they are comparable; when random_page_cost and friends differ, they
-    are in different units, which is itself the likely explanation.
+    The costs come from each side's own planner (disable_cost removed). Under the
+    same cost settings they are comparable; when random_page_cost and friends
+    differ, they are in different units, which is itself the likely explanation.
 
     ## Why it matters
-    The planner picks the plan it estimates cheapest. Seed 000: with random_page_cost 4
-    against a measured ~25-35, index and sequential scan costs cross at 2.2% selectivity
-    but durations cross at 0.2%, so between the two the planner picks the slower plan,
-    up to ~10x slower. Seed 001: effective_io_concurrency changes a bitmap scan's
-    duration 4x while its cost stays identical, because the cost model ignores prefetch.
-    A misranking will recur for other parameter values, not only the measured ones.
+    The planner picks the plan it estimates cheapest. Seed 000: with
+    random_page_cost 4 against a measured ~25-35, index and sequential scan costs
+    cross at 2.2% selectivity but durations cross at 0.2%, so between the two the
+    planner picks the slower plan, up to ~10x slower. Seed 001:
+    effective_io_concurrency changes a bitmap scan's duration 4x while its cost
+    stays identical, because the cost model ignores prefetch. A misranking will
+    recur for other parameter values, not only the measured ones.
 
     ## Example
-    PG 15 Index Scan (cost 28016.1) -> PG 17 Bitmap Heap Scan (cost 27051.0):
+    Seed 003, simple_range: PG 10 Index Scan (cost 28016.1) -> PG 17 Bitmap Heap
+    Scan (cost 27962.0), measured 12% slower:
 
-        candidate plan estimated 0.966x the cost (27051.0 vs 28016.1) but measured
-        1.15x slower (95% CI 1.10-1.20): the cost model misranks these plans
+        candidate plan estimated 0.998x the cost (27962.0 vs 28016.1) but measured
+        1.12x slower (95% CI 1.08-1.16): the cost model misranks these plans
         (random_page_cost, effective_io_concurrency?)
 
     ## What to do
     Calibrate the cost settings to the storage and cache the query really sees:
     random_page_cost (higher for uncached random I/O, lower when the active set is
-    cached), effective_cache_size, effective_io_concurrency. Re-run the comparison after
-    each change; do not pin plans to paper over a cost model that misranks.
+    cached), effective_cache_size, effective_io_concurrency. Re-run the comparison
+    after each change; do not pin plans to paper over a cost model that misranks.
     """
     if not comparison.plan_changed:
         return

@@ -37,33 +37,42 @@ def plan_shape_changed(
     """The dominant plan shape differs between baseline and candidate.
 
     ## What it flags
-    A query whose most frequent plan fingerprint on the candidate is not the baseline's.
-    The fingerprint ignores constants, costs, row counts, timings and aliases, so only a
-    different plan shape (scan type, join method or order, index, strategy) counts.
+    A query whose most frequent plan fingerprint on the candidate is not the
+    baseline's. The fingerprint ignores constants, costs, row counts, timings and
+    aliases, so only a different plan shape (scan type, join method or order,
+    index, strategy) counts.
 
-    Severity follows the measured timing verdict: regressed -> error, improved -> info,
-    unchanged or inconclusive -> warning. When the two plans' total costs are within
-    `near_tie` (relative, default 0.02 = 2%) of each other the flip is a near-tie: the
-    planner sits at a switch point, and a near-tie that is not measured slower is info.
-    When a side mixed several shapes, the message lists the census.
+    Severity follows the measured timing verdict: regressed -> error, improved ->
+    info, unchanged or inconclusive -> warning. When the two plans' total costs
+    are within `near_tie` (relative, default 0.02 = 2%) of each other the flip is
+    a near-tie: the planner sits at a switch point, and a near-tie that is not
+    measured slower is info. When a side mixed several shapes, the message lists
+    the census.
 
     ## Why it matters
-    Plan flips are the commonest cause of sudden slowdowns after an upgrade or a settings
-    change, and a flip is a fact even when the clock cannot tell yet. Near a switch point
-    (seed 000: the cost crossover at 2.2% selectivity, the duration crossover at 0.2%) the
-    choice changes with every ANALYZE sample and parameter value.
+    Plan flips are the commonest cause of sudden slowdowns after an upgrade or a
+    settings change, and a flip is a fact even when the clock cannot tell yet.
+    Near a switch point (seed 000: the cost crossover at 2.2% selectivity, the
+    duration crossover at 0.2%) the choice changes with every ANALYZE sample and
+    parameter value.
 
     ## Example
-    PG 15 -> PG 17, `SELECT c FROM sbtest1 WHERE id BETWEEN $1 AND $1 + 7999`:
+    Seed 003, simple_range (`SELECT c FROM sbtest1 WHERE id BETWEEN $1 AND $2`,
+    8000 rows): PG 10 Index Scan (cost 28016.1) -> PG 17 Bitmap Heap Scan (cost
+    27962.0):
 
         plan changed: IndexScan(sbtest1 sbtest1_pkey) -> BitmapHeapScan(sbtest1) >
-        BitmapIndexScan(sbtest1_pkey); 1.12x slower (95% CI 1.08-1.16)
+        BitmapIndexScan(sbtest1_pkey); 1.12x slower (95% CI 1.08-1.16); near-tie
+        (costs 28016.1 vs 27962.0)
+
+    Measured slower, so an error despite the near-tie.
 
     ## What to do
-    Look at the more specific plan-flip findings (PS101 ...) for the node that changed.
-    If the candidate is slower, compare the settings of both sides (random_page_cost,
-    effective_io_concurrency, work_mem) and refresh statistics (ANALYZE) before blaming
-    the version; pin the old plan only as a stopgap (pg_hint_plan, per-query SET).
+    Look at the more specific plan-flip findings (PS101 ...) for the node that
+    changed. If the candidate is slower, compare the settings of both sides
+    (random_page_cost, effective_io_concurrency, work_mem) and refresh statistics
+    (ANALYZE) before blaming the version; pin the old plan only as a stopgap
+    (pg_hint_plan, per-query SET).
     """
     if not comparison.plan_changed:
         return
@@ -139,38 +148,42 @@ def _scan_text(name: str, index: str | None) -> str:
 def index_to_bitmap_scan(
     comparison: QueryComparison, options: Mapping[str, Any]
 ) -> Iterator[Finding]:
-    """A relation read by Index Scan on the baseline is read by Bitmap Heap Scan on the candidate.
+    """A relation read by Index Scan on the baseline is read by Bitmap Heap Scan now.
 
     ## What it flags
-    For each relation, an Index Scan or Index Only Scan in the baseline's dominant plan
-    that became a Bitmap Heap Scan in the candidate's dominant plan. Nodes are matched by
-    relation (and index), not by position, so the flip is found under an added Sort,
-    Aggregate or Gather. One finding per flipped relation read.
+    For each relation, an Index Scan or Index Only Scan in the baseline's dominant
+    plan that became a Bitmap Heap Scan in the candidate's dominant plan. Nodes
+    are matched by relation (and index), not by position, so the flip is found
+    under an added Sort, Aggregate or Gather. One finding per flipped relation
+    read.
 
     Severity is the same as PS100: regressed -> error, improved -> info, otherwise
     warning, or info for a near-tie (plan costs within `near_tie`, default 2%).
-    Evidence carries both plans' costs, the scan nodes' costs and shared buffers, the
-    medians, and the Bitmap Heap Scan's exact and lossy heap blocks.
+    Evidence carries both plans' costs, the scan nodes' costs and shared buffers,
+    the medians, and the Bitmap Heap Scan's exact and lossy heap blocks.
 
     ## Why it matters
-    Seed 003: sysbench `read-only_range=8000` lost 5-20% QPS from PostgreSQL 10 to 11 and
-    17 because the planner switched the 8000-row primary-key range from Index Scan to
-    Bitmap Heap Scan. For ranges that are already in shared buffers the bitmap's build
-    and recheck is pure overhead; a lossy bitmap (work_mem too small) rechecks every row
-    of a page. The cost model prices the bitmap's sequential-ish heap access and
-    prefetching (seed 001), which only pay off when the pages come from disk.
+    Seed 003: sysbench `read-only_range=8000` lost 5-20% QPS from PostgreSQL 10 to
+    11 and 17 because the planner switched the 8000-row primary-key range from
+    Index Scan to Bitmap Heap Scan. The cost model prices the bitmap's heap access
+    as partly sequential and ignores the cache: when the range is already in
+    shared buffers, building and rechecking the bitmap is overhead the Index Scan
+    does not pay, and a lossy bitmap (work_mem too small) rechecks every row of
+    its pages. The bitmap's prefetching (seed 001) only pays off when the pages
+    come from disk.
 
     ## Example
-    PG 15 -> PG 17, `SELECT c FROM sbtest1 WHERE id BETWEEN $1 AND $1 + 7999`:
+    Seed 003, simple_range, PG 10 -> PG 17:
 
-        sbtest1: IndexScan(sbtest1_pkey) -> BitmapHeapScan(sbtest1_pkey);
-        1.12x slower (95% CI 1.08-1.16)
+        sbtest1: IndexScan(sbtest1_pkey) -> BitmapHeapScan(sbtest1_pkey); 1.12x
+        slower (95% CI 1.08-1.16); near-tie (costs 28016.1 vs 27962.0)
 
     ## What to do
-    Check whether the data is cached in production: if it is, a lower random_page_cost
-    (or effective_cache_size that reflects the cache) makes the Index Scan win again.
-    With lossy heap blocks, raise work_mem. Verify with EXPLAIN (ANALYZE, BUFFERS) and
-    `SET enable_bitmapscan = off` on the candidate for this query only.
+    Check whether the data is cached in production: if it is, a lower
+    random_page_cost (or effective_cache_size that reflects the cache) makes the
+    Index Scan win again. With lossy heap blocks, raise work_mem. Verify with
+    EXPLAIN (ANALYZE, BUFFERS) and `SET enable_bitmapscan = off` on the candidate
+    for this query only.
     """
     if not comparison.plan_changed:
         return

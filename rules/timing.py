@@ -39,30 +39,31 @@ def timing_regression(comparison: QueryComparison, options: Mapping[str, Any]) -
     """The candidate is measured slower: the timing verdict is `regressed`.
 
     ## What it flags
-    A query whose timing comparison says `regressed`: the bootstrap confidence interval of
-    the median ratio lies above 1, the effect exceeds the minimum (default 10%) and the
-    A/A noise floor. Always an error. Too few samples or an overlapping interval is
-    `inconclusive` and never fires. With `min_delta_ms` (default 0.0) a regression whose
-    median grows by less than that many milliseconds is skipped (sub-millisecond queries
-    in a CI gate).
+    A query whose timing comparison says `regressed`: the bootstrap confidence
+    interval of the median ratio lies above 1, the effect exceeds the minimum
+    (default 10%) and the A/A noise floor. Always an error. Too few samples or an
+    overlapping interval is `inconclusive` and never fires. With `min_delta_ms`
+    (default 0.0) a regression whose median grows by less than that many
+    milliseconds is skipped (sub-millisecond queries in a CI gate).
 
     ## Why it matters
-    This is the number the users feel. It is reported from the distributions (median,
-    p90, CI), never from a lone mean: seed 002 shows how averages hide variability. The
-    message says whether the plan changed too: a slowdown with the same plan points at
-    settings, I/O or the executor (seed 001: effective_io_concurrency changes the
-    duration 4x while the cost stays the same), not the planner.
+    This is the number the users feel. It is reported from the distributions
+    (median, p90, CI), never from a lone mean: seed 002 shows how averages hide
+    variability. The message says whether the plan changed too: a slowdown with
+    the same plan points at settings, I/O or the executor (seed 001:
+    effective_io_concurrency changes the duration 4x while the cost stays the
+    same), not the planner.
 
     ## Example
-    PG 15 -> PG 17, `SELECT c FROM sbtest1 WHERE id BETWEEN $1 AND $1 + 7999`:
+    Seed 003, simple_range, PG 10 -> PG 17:
 
         1.23x slower (95% CI 1.15-1.31), median 2.10 ms -> 2.60 ms,
         p90 2.40 ms -> 3.10 ms; plan changed (see PS100)
 
     ## What to do
-    If the plan changed, start from the plan-flip findings. If not, compare the settings
-    and the buffers (shared read versus hit) of both sides, and rerun with more samples if
-    the interval is wide.
+    If the plan changed, start from the plan-flip findings. If not, compare the
+    settings and the buffers (shared read versus hit) of both sides, and rerun
+    with more samples if the interval is wide.
     """
     if comparison.timing.verdict is not Verdict.REGRESSED:
         return
@@ -79,13 +80,14 @@ def timing_improvement(
     """The candidate is measured faster: the timing verdict is `improved`.
 
     ## What it flags
-    A query whose timing comparison says `improved`: the confidence interval of the
-    median ratio lies below 1 and the effect exceeds the minimum and the noise floor.
-    Always info; it never fails a CI gate.
+    A query whose timing comparison says `improved`: the confidence interval of
+    the median ratio lies below 1 and the effect exceeds the minimum and the noise
+    floor. Always info; it never fails a CI gate.
 
     ## Why it matters
-    An upgrade or a settings change is judged by its wins as well as its losses, and an
-    improvement that comes with a plan flip shows which plan the candidate should keep.
+    An upgrade or a settings change is judged by its wins as well as its losses,
+    and an improvement that comes with a plan flip shows which plan the candidate
+    should keep.
 
     ## Example
     `effective_io_concurrency` 1 -> 100, a Bitmap Heap Scan over uncached pages:
@@ -94,8 +96,8 @@ def timing_improvement(
         p90 66010 ms -> 18120 ms; same plan
 
     ## What to do
-    Nothing is required. Keep the change; if it came with a plan flip, note the plan so a
-    later flip back is recognised as a regression.
+    Nothing is required. Keep the change; if it came with a plan flip, note the
+    plan so a later flip back is recognised as a regression.
     """
     if comparison.timing.verdict is not Verdict.IMPROVED:
         return

@@ -143,6 +143,8 @@ def test_rule_is_documented_and_has_cases(rule: rules.Rule) -> None:
     for heading in rules.DOC_SECTIONS:
         assert sections.get(heading), f"{rule.code} doc lacks '## {heading}'"
     assert rule.summary and not rule.summary.startswith("##")
+    wide = [line for line in rule.doc.splitlines() if len(line) > 78]
+    assert not wide, f"{rule.code} doc lines over 78 columns (planshift rules wraps them)"
     assert rule.code.startswith(rules.FAMILIES[rule.family])
     cases = sorted((CASES_DIR / rule.code).glob("*.toml"))
     firing = [p for p in cases if rule.code in tomllib.loads(p.read_text())["expect"]]
