@@ -1,0 +1,305 @@
+"""Server log files as batches of raw entries: stderr, csvlog and jsonlog, plain or gzip.
+
+Readers work on 4 MiB chunks of bytes and cut them into entries with C-speed searches (a
+stderr entry is a header line and the tab-indented lines after it; a csvlog record starts
+with a timestamp at the beginning of a line and has balanced quotes; a jsonlog record is a
+line), so memory stays flat whatever the log size. Only auto_explain entries
+(`duration: ... plan:`) come out as `RawEntry`; others are counted. Broken input becomes a
+`Problem` with its line and the reading goes on.
+
+Every batch ends on an entry boundary and carries a `Checkpoint`: where to resume, and which
+entries before that point are still incomplete (a backend's JSON plan interrupted by another
+backend's lines), so a later ingest neither loses nor repeats an entry.
+"""
+
+from __future__ import annotations
+
+import gzip
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import BinaryIO
+
+from collectors.log_prefix import PrefixParser, TimeParser
+from detector.errors import PlanshiftError
+
+CHUNK = 4 << 20
+MAX_ENTRY = 64 << 20
+MAX_OPEN_SEGMENTS = 100_000  # an unfinished JSON plan waits this many entries, then is dropped
+GZIP_MAGIC = b"\x1f\x8b"
+FORMATS = ("stderr", "csvlog", "jsonlog")
+_SECONDARY = frozenset({"DETAIL", "HINT", "STATEMENT", "CONTEXT", "QUERY", "LOCATION"})
+_STDERR_BOUNDARY = re.compile(rb"\n(?!\t)")
+_CSV_BOUNDARY = re.compile(rb"\n(?=\d{4}-\d\d-\d\d \d\d:\d\d:\d\d)")
+_CSV_RECORD_START = re.compile(rb"\d{4}-\d\d-\d\d [\d:.]+(?: [^,]*)?,(?:\"[^\"\n]*\")?,(?:\"[^\"\n]*\")?,\d+,")
+
+
+@dataclass(slots=True)
+class RawEntry:
+    """One auto_explain message: where it starts, what the prefix or record says, its text."""
+
+    offset: int
+    line: int
+    pid: int | None
+    time: datetime | None
+    user: str | None
+    database: str | None
+    queryid: int | None
+    head: str  # first line of the message: "duration: 1.234 ms  plan:"
+    body: bytes | str  # the rest; stderr keeps its tab-indented bytes (JSON ignores the tabs)
+
+
+@dataclass(frozen=True)
+class Problem:
+    line: int
+    kind: str  # truncated | bad-json | bad-plan | bad-record | garbage | too-large
+    message: str
+
+
+@dataclass(frozen=True)
+class Checkpoint:
+    resume_offset: int
+    resume_line: int
+    high_offset: int
+    pending_starts: tuple[int, ...]
+
+
+@dataclass
+class Batch:
+    entries: list[RawEntry]
+    problems: list[Problem]
+    checkpoint: Checkpoint
+    messages: int  # log messages read in this batch (plans and everything else)
+    incomplete: list[Problem] = field(default_factory=list)  # open at end of file
+
+
+@dataclass(frozen=True)
+class Position:
+    """Where reading starts, and what an earlier ingest already stored."""
+
+    offset: int = 0
+    line: int = 1
+    high_offset: int = 0
+    pending_starts: frozenset[int] = frozenset()
+
+    def stored(self, offset: int) -> bool:
+        return offset < self.high_offset and offset not in self.pending_starts
+
+
+def open_log(path: Path) -> tuple[BinaryIO, bool]:
+    """The file as a binary stream of its (uncompressed) bytes, and whether it was gzip."""
+    try:
+        handle = path.open("rb")
+    except OSError as exc:
+        raise PlanshiftError(f"cannot read {path}: {exc.strerror}", "check the path") from exc
+    if handle.read(2) == GZIP_MAGIC:
+        handle.close()
+        return gzip.open(path, "rb"), True  # type: ignore[return-value]
+    handle.seek(0)
+    return handle, False
+
+
+def detect_format(head: bytes) -> str:
+    """stderr, csvlog or jsonlog from the first bytes of the uncompressed log."""
+    text = head.lstrip()
+    if text.startswith(b'{"timestamp"') or text.startswith(b"{"):
+        return "jsonlog"
+    first = text.split(b"\n", 1)[0]
+    if _CSV_RECORD_START.match(first):
+        return "csvlog"
+    return "stderr"
+
+
+def _int(text: str | None) -> int | None:
+    if text is None or text == "":
+        return None
+    try:
+        return int(text)
+    except ValueError:
+        return None
+
+
+def is_plan_head(head: str) -> bool:
+    return head.startswith("duration: ") and head.rstrip().endswith("plan:")
+
+
+class LogReader:
+    """Base: chunked reading from a Position; subclasses cut chunks into entries."""
+
+    boundary: re.Pattern[bytes] = _STDERR_BOUNDARY
+
+    def __init__(
+        self, stream: BinaryIO, position: Position, times: TimeParser, batch_size: int = 2000
+    ) -> None:
+        self.stream = stream
+        self.start = position
+        self.times = times
+        self.batch_size = batch_size
+        self.entries: list[RawEntry] = []
+        self.problems: list[Problem] = []
+        self.messages = 0
+        self.offset = position.offset  # end of the last processed segment
+        self.line = position.line
+
+    def batches(self) -> Iterator[Batch]:
+        self.stream.seek(self.start.offset)
+        buffer = b""
+        while True:
+            data = self.stream.read(CHUNK)
+            buffer = buffer + data if buffer else data
+            position = 0
+            for match in self.boundary.finditer(buffer):
+                self._take(buffer[position : match.start() + 1])
+                position = match.start() + 1
+            if not data:
+                if buffer[position:].endswith(b"\n"):
+                    self._take(buffer[position:])
+                elif buffer[position:]:
+                    self._tail(buffer[position:])
+                yield self._batch(final=True)
+                return
+            buffer = buffer[position:]
+            if len(buffer) > MAX_ENTRY:
+                self._too_large(buffer)
+                buffer = b""
+            if len(self.entries) >= self.batch_size:
+                yield self._batch(final=False)
+
+    def _take(self, segment: bytes) -> None:
+        self.segment(segment, self.offset, self.line)
+        self.offset += len(segment)
+        self.line += segment.count(b"\n")
+
+    def _tail(self, segment: bytes) -> None:
+        """An unterminated last line: the writer may be mid-entry; leave it for next time."""
+
+    def _too_large(self, buffer: bytes) -> None:
+        self.problems.append(
+            Problem(self.line, "too-large", f"entry larger than {MAX_ENTRY >> 20} MiB skipped")
+        )
+        self.offset += len(buffer)
+        self.line += buffer.count(b"\n")
+
+    def segment(self, segment: bytes, offset: int, line: int) -> None:
+        raise NotImplementedError
+
+    def open_entries(self) -> list[RawEntry]:
+        return []
+
+    def emit(self, entry: RawEntry) -> None:
+        if not self.start.stored(entry.offset):
+            self.entries.append(entry)
+
+    def _batch(self, *, final: bool) -> Batch:
+        pending = self.open_entries()
+        older = [p for p in self.start.pending_starts if p >= self.offset]
+        starts = sorted({e.offset for e in pending} | set(older))
+        resume = min([(e.offset, e.line) for e in pending], default=(self.offset, self.line))
+        checkpoint = Checkpoint(
+            resume_offset=resume[0],
+            resume_line=resume[1],
+            high_offset=max(self.offset, self.start.high_offset),
+            pending_starts=tuple(starts),
+        )
+        incomplete = (
+            [Problem(e.line, "truncated", "plan incomplete at end of file") for e in pending]
+            if final
+            else []
+        )
+        batch = Batch(self.entries, self.problems, checkpoint, self.messages, incomplete)
+        self.entries, self.problems, self.messages = [], [], 0
+        return batch
+
+
+class StderrReader(LogReader):
+    """stderr logs: header lines matched by the prefix; tab-indented continuation lines.
+
+    Backends that interleave: a JSON plan is complete when its closing `}` line arrives;
+    tab-indented lines that follow another backend's one-line message go to the open plan.
+    """
+
+    def __init__(
+        self,
+        stream: BinaryIO,
+        position: Position,
+        times: TimeParser,
+        prefix: PrefixParser,
+        batch_size: int = 2000,
+    ) -> None:
+        super().__init__(stream, position, times, batch_size)
+        self.prefix = prefix
+        self.open: dict[int | None, tuple[RawEntry, list[bytes], int]] = {}
+        self.segments = 0
+
+    def open_entries(self) -> list[RawEntry]:
+        return [entry for entry, _, _ in self.open.values()]
+
+    def segment(self, segment: bytes, offset: int, line: int) -> None:
+        self.segments += 1
+        newline = segment.find(b"\n")
+        first = segment[:newline] if newline >= 0 else segment
+        rest = segment[newline + 1 :] if newline >= 0 else b""
+        text = first.decode("utf-8", "replace")
+        header = self.prefix.parse(text)
+        if header is None:
+            if segment.startswith(b"\t") and self.open:
+                self._continue(segment)
+            elif segment.startswith(b"\t"):
+                self.problems.append(Problem(line, "truncated", "continuation lines without header"))
+            elif segment.strip():
+                self.problems.append(Problem(line, "garbage", _sample(first)))
+            return
+        if header.level in _SECONDARY:
+            return
+        self.messages += 1
+        head = text[header.end :]
+        if not is_plan_head(head):
+            if rest and self.open:
+                self._continue(rest)
+            return
+        pid = _int(header.pid)
+        if pid in self.open:
+            stale, _, _ = self.open.pop(pid)
+            self.problems.append(Problem(stale.line, "truncated", "plan cut short by a new entry"))
+        when = (
+            self.times.parse(header.time)
+            if header.time
+            else self.times.epoch(header.epoch)
+            if header.epoch
+            else None
+        )
+        entry = RawEntry(
+            offset, line, pid, when, header.user, header.database, _int(header.queryid), head, rest
+        )
+        if rest.startswith(b"\t{") and not _closed(rest):
+            self.open[pid] = (entry, [rest], self.segments)
+            self._expire()
+            return
+        self.emit(entry)
+
+    def _continue(self, lines: bytes) -> None:
+        pid = next(reversed(self.open))
+        entry, parts, since = self.open[pid]
+        parts.append(lines)
+        if _closed(lines):
+            del self.open[pid]
+            entry.body = b"".join(parts)
+            self.emit(entry)
+
+    def _expire(self) -> None:
+        for pid, (entry, _, since) in list(self.open.items()):
+            if self.segments - since > MAX_OPEN_SEGMENTS:
+                del self.open[pid]
+                self.problems.append(Problem(entry.line, "truncated", "plan never completed"))
+
+
+def _closed(body: bytes) -> bool:
+    return body.rstrip(b"\r\n").endswith(b"\n\t}") or body.strip() == b"}"
+
+
+def _sample(raw: bytes) -> str:
+    text = raw[:80].decode("utf-8", "replace")
+    printable = "".join(c if c.isprintable() else "?" for c in text)
+    return f"not a log line: {printable!r}"

@@ -1,0 +1,211 @@
+"""One auto_explain entry -> a parsed plan with its query identity, duration and parameters.
+
+auto_explain writes `duration: 1.234 ms  plan:` and then, in JSON format, an object with
+"Query Text", "Query Parameters" (16+), "Plan", "Settings" and "Query Identifier" (verbose);
+in text format the same as `Key: value` lines around the indented plan tree. The duration of
+the log line is the execution time: the plan has none when log_analyze is off.
+
+Query identity: the libpg_query fingerprint of the text (pglast), the same key the EXPLAIN
+runner gives a workload query, so logs and runs meet. A known queryid short-cuts it: the
+fingerprint is computed once per queryid. Literal values are kept per observation: bound
+parameters from "Query Parameters", inline constants (simple protocol) from the SQL lexer.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from pglast import parser as pg_parser
+
+from collectors.log_formats import RawEntry
+from collectors.log_records import JSONError, _loads
+from collectors.log_textplan import parse_text_plan
+from detector.errors import PlanshiftError
+from detector.model import Plan, parse_plan
+
+_DURATION = re.compile(r"^duration: ([\d.]+) ms")
+_PARAMETER = re.compile(r"\$(\d+) = (?:'((?:[^']|'')*)'|(NULL))(?:, |$)")
+_CONSTANTS = frozenset({"ICONST", "FCONST", "SCONST", "BCONST", "XCONST", "USCONST"})
+_TEXT_KEYS = ("Query Text: ", "Query Parameters: ", "Query Identifier: ", "Settings: ")
+CACHE_LIMIT = 50_000
+
+
+class EntryError(Exception):
+    """An entry that cannot be read: `kind` is the problem kind (bad-json, bad-plan)."""
+
+    def __init__(self, kind: str, message: str) -> None:
+        super().__init__(message)
+        self.kind = kind
+
+
+@dataclass(frozen=True)
+class LoggedPlan:
+    duration_ms: float | None
+    query_text: str
+    params: str  # JSON object {"$1": "5"}, or a list of inline literals
+    plan: Plan
+    plan_json: str
+    queryid: int | None
+    plan_format: str  # json | text
+
+
+@dataclass(frozen=True)
+class QueryIdentity:
+    key: str
+    sql: str  # literals replaced by $n
+    literals: tuple[str, ...]
+
+
+def parse_parameters(text: str) -> dict[str, str | None]:
+    return {
+        f"${number}": None if null else value.replace("''", "'")
+        for number, value, null in _PARAMETER.findall(text)
+    }
+
+
+def normalize(sql: str) -> tuple[str, tuple[str, ...]]:
+    """SQL with each constant replaced by $n (numbered after existing params), and the constants."""
+    raw = sql.encode()
+    try:
+        tokens = pg_parser.scan(sql)
+    except pg_parser.ParseError:
+        return sql, ()
+    constants = [t for t in tokens if t.name in _CONSTANTS]
+    if not constants:
+        return sql, ()
+    base = max((int(raw[t.start + 1 : t.end + 1] or 0) for t in tokens if t.name == "PARAM"), default=0)
+    pieces: list[bytes] = []
+    literals: list[str] = []
+    position = 0
+    for number, token in enumerate(constants, start=base + 1):
+        pieces.append(raw[position : token.start])
+        pieces.append(f"${number}".encode())
+        literals.append(raw[token.start : token.end + 1].decode(errors="replace"))
+        position = token.end + 1
+    pieces.append(raw[position:])
+    return b"".join(pieces).decode(errors="replace"), tuple(literals)
+
+
+class QueryKeys:
+    """Query identity with caches: per queryid, and per exact text."""
+
+    def __init__(self) -> None:
+        self.by_queryid: dict[int, QueryIdentity] = {}
+        self.by_text: dict[str, QueryIdentity] = {}
+
+    def identify(self, text: str, queryid: int | None) -> QueryIdentity:
+        known = self.by_text.get(text)
+        if known is not None:
+            return known
+        identity = self._compute(text)
+        if queryid is not None and queryid in self.by_queryid:
+            cached = self.by_queryid[queryid]
+            identity = QueryIdentity(cached.key, cached.sql, identity.literals)
+        elif queryid is not None:
+            self.by_queryid[queryid] = identity
+        if len(self.by_text) > CACHE_LIMIT:
+            self.by_text.clear()
+        self.by_text[text] = identity
+        return identity
+
+    @staticmethod
+    def _compute(text: str) -> QueryIdentity:
+        sql, literals = normalize(text)
+        try:
+            key = str(pg_parser.fingerprint(text))
+        except pg_parser.ParseError:
+            key = "text:" + hashlib.sha256(sql.encode()).hexdigest()[:16]
+        return QueryIdentity(key, sql, literals)
+
+
+def read_entry(entry: RawEntry) -> LoggedPlan:
+    """The plan of an auto_explain entry; EntryError when it is broken."""
+    match = _DURATION.match(entry.head)
+    duration = float(match.group(1)) if match else None
+    body = entry.body
+    stripped = body.lstrip()
+    if stripped[:1] in (b"{", "{"):
+        return _json_entry(body, duration, entry.queryid)
+    text = body.decode("utf-8", "replace") if isinstance(body, bytes) else body
+    return _text_entry(text, duration, entry.queryid)
+
+
+def _json_entry(body: bytes | str, duration: float | None, queryid: int | None) -> LoggedPlan:
+    try:
+        document = _loads(body)
+    except JSONError as exc:
+        raise EntryError("bad-json", f"plan JSON: {exc}") from None
+    if not isinstance(document, dict) or not isinstance(document.get("Plan"), dict):
+        raise EntryError("bad-plan", "JSON plan without a Plan object")
+    try:
+        plan = parse_plan(document)
+    except (PlanshiftError, TypeError, ValueError, AttributeError) as exc:
+        raise EntryError("bad-plan", f"plan: {exc}") from None
+    text = body.decode("utf-8", "replace") if isinstance(body, bytes) else body
+    if "\n\t" in text:
+        text = text.replace("\n\t", "\n").lstrip("\t")
+    query = document.get("Query Text")
+    params = document.get("Query Parameters")
+    return LoggedPlan(
+        duration_ms=duration if plan.execution_ms is None else plan.execution_ms,
+        query_text=query if isinstance(query, str) else "",
+        params=json.dumps(parse_parameters(params)) if isinstance(params, str) else "",
+        plan=plan,
+        plan_json=text.strip(),
+        queryid=plan.query_id if plan.query_id is not None else queryid,
+        plan_format="json",
+    )
+
+
+def _text_entry(text: str, duration: float | None, queryid: int | None) -> LoggedPlan:
+    lines = text.replace("\n\t", "\n").lstrip("\t").split("\n")
+    fields: dict[str, str] = {}
+    query_lines: list[str] = []
+    collecting = False
+    plan_lines: list[str] = []
+    for line in lines:
+        if not plan_lines:
+            key = next((k for k in _TEXT_KEYS if line.startswith(k)), None)
+            if key == "Query Text: ":
+                query_lines, collecting = [line[len(key) :]], True
+                continue
+            if key is not None:
+                fields[key] = line[len(key) :]
+                collecting = False
+                continue
+            if "  (cost=" in line and not line.startswith(" "):
+                plan_lines.append(line)
+            elif collecting:
+                query_lines.append(line)
+            continue
+        key = next((k for k in _TEXT_KEYS if line.startswith(k)), None)
+        if key is not None:
+            fields[key] = line[len(key) :]
+        elif line and not line.startswith(("JIT:", "Planning", "Execution", "Trigger")):
+            plan_lines.append(line)
+    if not plan_lines:
+        raise EntryError("bad-plan", "no plan in the text entry")
+    try:
+        root = parse_text_plan(plan_lines)
+    except PlanshiftError as exc:
+        raise EntryError("bad-plan", str(exc)) from None
+    query = "\n".join(query_lines)
+    document: dict[str, Any] = {"Query Text": query, "Plan": root}
+    identifier = fields.get("Query Identifier: ", "")
+    if identifier.lstrip("-").isdigit():
+        queryid = int(identifier)
+        document["Query Identifier"] = queryid
+    params = fields.get("Query Parameters: ")
+    return LoggedPlan(
+        duration_ms=duration,
+        query_text=query,
+        params=json.dumps(parse_parameters(params)) if params else "",
+        plan=parse_plan(document),
+        plan_json=json.dumps(document),
+        queryid=queryid,
+        plan_format="text",
+    )

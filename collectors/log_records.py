@@ -1,0 +1,149 @@
+"""csvlog and jsonlog readers: one record per entry, so no interleaving to repair.
+
+csvlog: a record starts with a timestamp at the beginning of a line and ends where the quotes
+balance (quotes inside fields are doubled); a record that never balances before the next
+real record start is reported as `bad-record`. jsonlog: one JSON object per line.
+Both skip records that are not auto_explain plans before decoding them.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import re
+from typing import Any
+
+from collectors.log_formats import (
+    _CSV_BOUNDARY,
+    _CSV_RECORD_START,
+    LogReader,
+    Problem,
+    RawEntry,
+    _int,
+    _sample,
+    is_plan_head,
+)
+
+try:  # orjson is optional: 3-5x faster on large plans
+    import orjson
+
+    _loads: Any = orjson.loads
+    JSONError: tuple[type[Exception], ...] = (orjson.JSONDecodeError, ValueError, TypeError)
+except ImportError:  # pragma: no cover - depends on the installation
+    _loads = json.loads
+    JSONError = (ValueError, TypeError)
+
+_PLAN = b"plan:"
+_LINE = re.compile(rb"\n")
+# csvlog columns (PostgreSQL 13-18): the ones planshift reads
+_TIME, _USER, _DB, _PID, _SEVERITY, _MESSAGE, _QUERY_ID = 0, 1, 2, 3, 11, 13, 25
+
+
+def split_message(message: str) -> tuple[str, str]:
+    head, _, body = message.partition("\n")
+    return head, body
+
+
+class CsvReader(LogReader):
+    boundary = _CSV_BOUNDARY
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.parts: list[bytes] = []
+        self.part_offset = 0
+        self.part_line = 0
+        self.quotes = 0
+
+    def segment(self, segment: bytes, offset: int, line: int) -> None:
+        if self.parts and self.quotes % 2 and _CSV_RECORD_START.match(segment):
+            self.problems.append(Problem(self.part_line, "bad-record", "unbalanced quotes"))
+            self.parts = []
+        if not self.parts:
+            self.part_offset, self.part_line, self.quotes = offset, line, 0
+        self.parts.append(segment)
+        self.quotes += segment.count(b'"')
+        if self.quotes % 2 == 0:
+            record = b"".join(self.parts) if len(self.parts) > 1 else segment
+            self.parts = []
+            self.record(record, self.part_offset, self.part_line)
+
+    def _take(self, segment: bytes) -> None:
+        super()._take(segment)
+        if self.parts:  # the record continues: the resume point is its start
+            self.offset, self.line = self.offset, self.line
+
+    def open_entries(self) -> list[RawEntry]:
+        if not self.parts:
+            return []
+        return [RawEntry(self.part_offset, self.part_line, None, None, None, None, None, "", "")]
+
+    def record(self, record: bytes, offset: int, line: int) -> None:
+        if not _CSV_RECORD_START.match(record):
+            if record.strip():
+                self.problems.append(Problem(line, "garbage", _sample(record)))
+            return
+        self.messages += 1
+        if _PLAN not in record:
+            return
+        try:
+            fields = next(csv.reader([record.decode("utf-8", "replace")]))
+        except (csv.Error, StopIteration) as exc:
+            self.problems.append(Problem(line, "bad-record", f"csv: {exc}"))
+            return
+        if len(fields) <= _MESSAGE:
+            self.problems.append(Problem(line, "bad-record", f"{len(fields)} csv fields"))
+            return
+        head, body = split_message(fields[_MESSAGE])
+        if not is_plan_head(head):
+            return
+        self.emit(
+            RawEntry(
+                offset,
+                line,
+                _int(fields[_PID]),
+                self.times.parse(fields[_TIME]),
+                fields[_USER] or None,
+                fields[_DB] or None,
+                _int(fields[_QUERY_ID]) if len(fields) > _QUERY_ID else None,
+                head,
+                body,
+            )
+        )
+
+
+class JsonlogReader(LogReader):
+    boundary = _LINE
+
+    def segment(self, segment: bytes, offset: int, line: int) -> None:
+        if not segment.strip():
+            return
+        self.messages += 1
+        if _PLAN not in segment:
+            if not segment.lstrip().startswith(b"{"):
+                self.problems.append(Problem(line, "garbage", _sample(segment)))
+            return
+        try:
+            record = _loads(segment)
+        except JSONError as exc:
+            self.problems.append(Problem(line, "bad-record", f"jsonlog: {exc}"))
+            return
+        if not isinstance(record, dict) or not isinstance(record.get("message"), str):
+            self.problems.append(Problem(line, "bad-record", "jsonlog record without message"))
+            return
+        head, body = split_message(record["message"])
+        if not is_plan_head(head):
+            return
+        when = record.get("timestamp")
+        self.emit(
+            RawEntry(
+                offset,
+                line,
+                record.get("pid") if isinstance(record.get("pid"), int) else None,
+                self.times.parse(when) if isinstance(when, str) else None,
+                record.get("user"),
+                record.get("dbname"),
+                record.get("query_id") if isinstance(record.get("query_id"), int) else None,
+                head,
+                body,
+            )
+        )
