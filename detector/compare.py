@@ -215,6 +215,7 @@ def _side(
         plans=tuple(variants),
         durations_ms=side_durations,
         timing=stats.timing_stats(side_durations) if side_durations else None,
+        planning_ms=tuple(r.planning_ms for r in rows if r.planning_ms is not None),
     )
 
 

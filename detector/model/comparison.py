@@ -102,7 +102,8 @@ class Side:
     plans: tuple[PlanVariant, ...]
     durations_ms: tuple[float, ...]
     timing: TimingStats | None
-    calls: int | None = None
+    calls: int | None = None  # executions in production (pg_stat_statements), when known
+    planning_ms: tuple[float, ...] = ()
 
     @property
     def dominant(self) -> PlanVariant:
@@ -127,6 +128,19 @@ class QueryComparison:
     @property
     def label(self) -> str:
         return f"{self.query_name} [{self.point}]" if self.point else self.query_name
+
+    @property
+    def weight(self) -> int:
+        """How often the query runs: pg_stat_statements calls when known, else samples."""
+        return self.candidate.calls or self.baseline.calls or self.candidate.samples
+
+    @property
+    def impact_ms(self) -> float | None:
+        """Workload impact: change of the median times the weight (positive = more time spent)."""
+        base, cand = self.baseline.timing, self.candidate.timing
+        if base is None or cand is None:
+            return None
+        return (cand.median_ms - base.median_ms) * self.weight
 
     @property
     def plan_changed(self) -> bool:
