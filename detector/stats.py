@@ -43,7 +43,7 @@ Bools = npt.NDArray[np.bool_]
 CONFIDENCE = 0.95  # of the CI behind every verdict (TimingComparison.describe says "95% CI")
 FLOOR_MS = 1e-9  # resampled medians are floored here (1 ps: "zero"), so ratios stay finite
 _TAIL = (1 - CONFIDENCE) / 2
-_CHUNK_CELLS = 2_000_000  # resampled ratios held at once (16 MB of float64)
+_CHUNK_VALUES = 20_000  # timings per batch chunk: a ~15 MB working set, cache-friendly
 
 
 def _sample(values: Sequence[float], what: str) -> Floats:
@@ -144,8 +144,7 @@ class _Options:
     def __post_init__(self) -> None:
         if not (self.min_effect >= 0 and 0 < self.alpha < 1 and self.min_samples >= 1
                 and self.resamples >= 1):
-            raise ValueError("need min_effect >= 0, 0 < alpha < 1, min_samples >= 1 "
-                             "and resamples >= 1")
+            raise ValueError("need min_effect >= 0, 0 < alpha < 1, min_samples, resamples >= 1")
 
 
 def compare_timings(
@@ -177,13 +176,13 @@ def compare_timings_batch(
     for i, (b, c) in enumerate(pairs):
         groups[(len(b), len(c))].append(i)
     results: dict[int, TimingComparison] = {}
-    for (n_b, n_c), members in groups.items():
-        b_rows = np.array([pairs[i][0] for i in members], dtype=np.float64)
-        c_rows = np.array([pairs[i][1] for i in members], dtype=np.float64)
-        shape_b, shape_c = (len(members), n_b), (len(members), n_c)
-        verdicts = _compare_group(b_rows.reshape(shape_b), c_rows.reshape(shape_c),
-                                  [floors[i] for i in members], opts)
-        results.update(zip(members, verdicts, strict=True))
+    for (n_b, n_c), group in groups.items():
+        step = max(1, _CHUNK_VALUES // (n_b + n_c + 1))  # bounds the memory held at once
+        for members in (group[s:s + step] for s in range(0, len(group), step)):
+            b_rows = np.array([pairs[i][0] for i in members], np.float64).reshape(len(members), n_b)
+            c_rows = np.array([pairs[i][1] for i in members], np.float64).reshape(len(members), n_c)
+            verdicts = _compare_group(b_rows, c_rows, [floors[i] for i in members], opts)
+            results.update(zip(members, verdicts, strict=True))
     return [results[i] for i in range(len(pairs))]
 
 
@@ -206,23 +205,22 @@ def _compare_group(
         p[ok] = _mann_whitney_rows(b[ok], c[ok])
     few = f"too few samples: {min(n_b, n_c)} < {opts.min_samples}"
     out = []
-    for i, (r, lo, hi, pv) in enumerate(zip(ratio.tolist(), low.tolist(), high.tolist(),
-                                             p.tolist(), strict=True)):
+    rows = zip(ratio.tolist(), low.tolist(), high.tolist(), p.tolist(), strict=True)
+    for i, (r, lo, hi, pv) in enumerate(rows):
         if ok[i]:
             verdict, reason = _decide(r, lo, hi, pv, opts, floors[i])
         else:
+            side = "candidate" if med_b[i] > 0 else "baseline"
             verdict, reason = Verdict.INCONCLUSIVE, (
-                "non-finite timing values" if not finite[i] else few if few_samples
-                else f"non-positive {'candidate' if med_b[i] > 0 else 'baseline'} median")
+                "non-finite timing values" if not finite[i]
+                else few if few_samples else f"non-positive {side} median")
         out.append(TimingComparison(
             verdict, r if positive[i] else None, lo if ok[i] else None, hi if ok[i] else None,
             pv if ok[i] else None, opts.min_effect, floors[i], reason))
     return out
 
 
-class _Tail(NamedTuple):
-    """One CI bound: the resample cells that can reach it, their counts, the ranks to read."""
-
+class _Tail(NamedTuple):  # one CI bound: the cells that can reach it, the ranks to read
     cell_b: Ints
     cell_c: Ints
     weights: Ints
@@ -248,7 +246,7 @@ def _plan(n_b: int, n_c: int, resamples: int, seed: int) -> tuple[Ints, Ints, li
     cells, weights = np.unique(np.stack(inverse, axis=1), axis=0, return_counts=True)
     pos_b, pos_c = combos[0][cells[:, 0]], combos[1][cells[:, 1]]
     prune = len(cells) <= 4000  # below[i, j]: ratio of cell j <= ratio of cell i, always
-    below = np.ones((len(cells), len(cells)) if prune else (0, 0), np.bool_)
+    below = np.ones((len(cells),) * 2 if prune else (0, 0), np.bool_)
     for k in range(2 if prune else 0):
         below &= (pos_c[None, :, k] <= pos_c[:, None, k]) & (pos_b[None, :, k] >= pos_b[:, None, k])
     tails = []
@@ -268,35 +266,28 @@ def _bootstrap_rows(b_sorted: Floats, c_sorted: Floats, opts: _Options) -> tuple
     weighted order statistics of each tail's cells, as np.quantile over all resamples."""
     combos_b, combos_c, tails = _plan(
         b_sorted.shape[1], c_sorted.shape[1], opts.resamples, opts.seed)
+    b, c, rows = b_sorted, c_sorted, np.arange(len(b_sorted))
+    med_b = np.maximum((b[:, combos_b[:, 0]] + b[:, combos_b[:, 1]]) / 2, FLOOR_MS)
+    med_c = np.maximum((c[:, combos_c[:, 0]] + c[:, combos_c[:, 1]]) / 2, FLOOR_MS)
     bounds = []
     for tail in tails:
-        out = np.empty(len(b_sorted))
-        step = max(1, _CHUNK_CELLS // max(len(tail.weights), len(combos_b), len(combos_c)))
-        for s in range(0, len(b_sorted), step):
-            b, c = b_sorted[s:s + step], c_sorted[s:s + step]
-            med_b = np.maximum((b[:, combos_b[:, 0]] + b[:, combos_b[:, 1]]) / 2, FLOOR_MS)
-            med_c = np.maximum((c[:, combos_c[:, 0]] + c[:, combos_c[:, 1]]) / 2, FLOOR_MS)
-            ratios = tail.sign * (med_c[:, tail.cell_c] / med_b[:, tail.cell_b])
-            order = np.argsort(ratios, axis=1)
-            ranked = np.take_along_axis(ratios, order, axis=1)
-            covered = np.cumsum(tail.weights[order], axis=1)
-            rows = np.arange(len(b))
-            a, z = (tail.sign * ranked[rows, (covered > r).argmax(axis=1)] for r in tail.ranks)
-            out[s:s + step] = _lerp(a, z, tail.t)
-        bounds.append(out)
+        ratios = tail.sign * (med_c[:, tail.cell_c] / med_b[:, tail.cell_b])
+        order = np.argsort(ratios, axis=1)
+        ranked = np.take_along_axis(ratios, order, axis=1)
+        covered = np.cumsum(tail.weights[order], axis=1)
+        a, z = (tail.sign * ranked[rows, (covered > r).argmax(axis=1)] for r in tail.ranks)
+        bounds.append(_lerp(a, z, tail.t))
     return bounds[0], bounds[1]
 
 
 def _mann_whitney_rows(b: Floats, c: Floats) -> Floats:
-    """Row-wise `mann_whitney_p`: scipy's 'auto' looks for ties in the whole batch, so the
-    exact / asymptotic choice is made here per row, as it would be for that pair alone."""
-    if min(b.shape[1], c.shape[1]) > 8:
-        return np.asarray(sps.mannwhitneyu(b, c, axis=1, method="asymptotic").pvalue, np.float64)
+    """Row-wise `mann_whitney_p`. scipy's 'auto' (exact if a side has <= 8 values and there
+    are no ties) looks for ties in the whole batch: the choice is made per row here."""
     joint = np.sort(np.concatenate((b, c), axis=1), axis=1)
-    ties = (joint[:, 1:] == joint[:, :-1]).any(axis=1)
+    exact = ~(joint[:, 1:] == joint[:, :-1]).any(axis=1) & (min(b.shape[1], c.shape[1]) <= 8)
     p = np.empty(len(b))
     methods: tuple[tuple[Bools, Literal["asymptotic", "exact"]], ...] = (
-        (ties, "asymptotic"), (~ties, "exact"))
+        (~exact, "asymptotic"), (exact, "exact"))
     for rows, method in methods:
         if rows.any():
             result = sps.mannwhitneyu(b[rows], c[rows], axis=1, method=method)
