@@ -301,3 +301,42 @@ def main() -> None:
     except KeyboardInterrupt:
         err.print("interrupted: embedded clusters stopped")
         sys.exit(130)
+
+
+# -- postmortem: auto_explain logs, pg_stat_statements snapshots, timeline, setup check ----
+
+
+@app.command()
+def ingest(
+    logs: Annotated[
+        list[Path], typer.Argument(help="Server log files (stderr, csvlog, jsonlog; plain or .gz).")
+    ],
+    store: StoreOption = DEFAULT_STORE,
+    source: Annotated[
+        str, typer.Option("--source", help="Name of the log target (e.g. the server).")
+    ] = "log",
+    log_line_prefix: Annotated[
+        str | None,
+        typer.Option(help="The server's log_line_prefix (stderr logs); default: guess common ones."),
+    ] = None,
+    log_format: Annotated[
+        str | None, typer.Option("--format", help="stderr, csvlog or jsonlog (default: detect).")
+    ] = None,
+    log_timezone: Annotated[
+        str | None, typer.Option(help="Zone for timestamps with abbreviations like CET.")
+    ] = None,
+) -> None:
+    """Store the auto_explain plans of server logs as observations (resumable, idempotent)."""
+    from collectors.autoexplain_log import IngestOptions
+    from detector.ingest import ingest_logs
+
+    options = IngestOptions(
+        log_line_prefix=log_line_prefix, log_format=log_format, log_timezone=log_timezone
+    )
+    with user_errors():
+        reports = ingest_logs(
+            store_path=store, files=logs, source=source, options=options, console=out
+        )
+    plans = sum(report.plans for report in reports)
+    problems = sum(report.problem_count for report in reports)
+    out.print(f"{plans} plans from {len(reports)} files stored in {store}; {problems} problems")

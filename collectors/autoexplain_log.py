@@ -1,0 +1,218 @@
+"""`planshift ingest`: auto_explain plans from server logs into the store, resumable.
+
+A log file is known by the SHA-256 of its first bytes (up to 64 KiB), so a renamed or rotated
+file is recognized; its ledger row says where the last ingest stopped. Each batch of entries
+is stored with the ledger update in one transaction (`Store.add_log_batch`): killing the
+ingest at any point loses at most the batch in flight, and rerunning continues from the
+ledger. Re-ingesting an unchanged file stores nothing.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import BinaryIO
+
+from collectors.log_formats import (
+    FORMATS,
+    Batch,
+    LogReader,
+    Position,
+    Problem,
+    StderrReader,
+    detect_format,
+    open_log,
+)
+from collectors.log_plans import EntryError, LoggedPlan, QueryKeys, read_entry
+from collectors.log_prefix import PrefixParser, TimeParser
+from collectors.log_records import CsvReader, JsonlogReader
+from detector.errors import PlanshiftError
+from detector.model import Observation
+from detector.store import Store
+from detector.store_ingest import LedgerUpdate, LogEntryInfo, LogFileRecord
+from detector.store_records import utc_now
+
+HEAD_BYTES = 64 << 10
+KEEP_PROBLEMS = 20  # per file, in the report (the store keeps them all)
+_SPACES = re.compile(r"\s+")
+
+Progress = Callable[[int], None]  # bytes read since the last call
+
+
+@dataclass(frozen=True)
+class IngestOptions:
+    log_line_prefix: str | None = None  # None: guess the common prefixes
+    log_format: str | None = None  # None: detect stderr / csvlog / jsonlog
+    log_timezone: str | None = None  # for zone abbreviations other than UTC/GMT
+    batch_size: int = 2000
+
+
+@dataclass
+class FileReport:
+    path: str
+    log_format: str
+    compressed: bool
+    resumed_at_line: int | None  # None: first ingest of this file
+    messages: int = 0
+    plans: int = 0
+    problem_count: int = 0
+    problems: list[Problem] = field(default_factory=list)
+    incomplete: list[Problem] = field(default_factory=list)
+    unknown_zones: set[str] = field(default_factory=set)
+
+    def add_problems(self, problems: list[Problem]) -> None:
+        self.problem_count += len(problems)
+        room = KEEP_PROBLEMS - len(self.problems)
+        if room > 0:
+            self.problems.extend(problems[:room])
+
+
+def query_name(sql: str) -> str:
+    text = _SPACES.sub(" ", sql).strip()
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+class LogIngest:
+    """Ingest files into one log target of a run (the caller creates run and target)."""
+
+    def __init__(self, store: Store, target_id: int, options: IngestOptions) -> None:
+        if options.log_format is not None and options.log_format not in FORMATS:
+            raise PlanshiftError(
+                f"unknown log format {options.log_format!r}", f"use one of {', '.join(FORMATS)}"
+            )
+        self.store = store
+        self.target_id = target_id
+        self.options = options
+        self.prefix = PrefixParser(options.log_line_prefix)
+        self.keys = QueryKeys()
+        self.known_queries: set[str] = set(store.queries())
+
+    def ingest(self, path: Path, progress: Progress | None = None) -> FileReport:
+        stream, compressed = open_log(path)
+        with stream:
+            head = stream.read(HEAD_BYTES)
+            log_format = self.options.log_format or detect_format(head)
+            record = self._ledger_row(head)
+            if record is None:
+                file_id = self.store.add_log_file(
+                    str(path),
+                    log_format=log_format,
+                    compressed=compressed,
+                    head_len=len(head),
+                    head_sha256=hashlib.sha256(head).hexdigest(),
+                )
+                position = Position()
+                report = FileReport(str(path), log_format, compressed, None)
+            else:
+                file_id, log_format = record.file_id, record.format
+                position = Position(
+                    record.resume_offset,
+                    record.resume_line,
+                    record.high_offset,
+                    frozenset(record.pending_starts),
+                )
+                report = FileReport(str(path), log_format, compressed, record.resume_line)
+            times = TimeParser(self.options.log_timezone)
+            reader = self._reader(log_format, stream, position, times)
+            done = position.offset
+            for batch in reader.batches():
+                self._store_batch(file_id, path, head, batch, report)
+                if progress is not None:
+                    progress(batch.checkpoint.high_offset - done)
+                done = batch.checkpoint.high_offset
+            report.unknown_zones = times.unknown_zones
+        return report
+
+    def _ledger_row(self, head: bytes) -> LogFileRecord | None:
+        best: LogFileRecord | None = None
+        for record in self.store.log_files():
+            if record.head_len > len(head) or (best and best.head_len >= record.head_len):
+                continue
+            if hashlib.sha256(head[: record.head_len]).hexdigest() == record.head_sha256:
+                best = record
+        return best
+
+    def _reader(
+        self, log_format: str, stream: BinaryIO, position: Position, times: TimeParser
+    ) -> LogReader:
+        size = self.options.batch_size
+        if log_format == "stderr":
+            return StderrReader(stream, position, times, self.prefix, size)
+        if log_format == "csvlog":
+            return CsvReader(stream, position, times, size)
+        return JsonlogReader(stream, position, times, size)
+
+    def _store_batch(
+        self, file_id: int, path: Path, head: bytes, batch: Batch, report: FileReport
+    ) -> None:
+        observations: list[Observation] = []
+        infos: list[LogEntryInfo] = []
+        queries: dict[str, tuple[str, str, int | None]] = {}
+        problems = list(batch.problems)
+        last_time: datetime | None = None
+        for entry in batch.entries:
+            try:
+                logged = read_entry(entry)
+            except EntryError as exc:
+                problems.append(Problem(entry.line, exc.kind, str(exc)))
+                continue
+            identity = self.keys.identify(logged.query_text, logged.queryid)
+            if identity.key not in self.known_queries:
+                self.known_queries.add(identity.key)
+                queries[identity.key] = (query_name(identity.sql), identity.sql, logged.queryid)
+            when = entry.time or last_time or utc_now()
+            last_time = when
+            observations.append(self._observation(logged, identity.key, identity.literals, when))
+            infos.append(
+                LogEntryInfo(
+                    entry.line,
+                    entry.offset,
+                    entry.pid,
+                    entry.database,
+                    entry.user,
+                    logged.queryid,
+                    logged.plan_format,
+                    logged.plan.analyzed,
+                )
+            )
+        checkpoint = batch.checkpoint
+        ledger = LedgerUpdate(
+            path=str(path),
+            head_len=len(head),
+            head_sha256=hashlib.sha256(head).hexdigest(),
+            resume_offset=checkpoint.resume_offset,
+            resume_line=checkpoint.resume_line,
+            high_offset=checkpoint.high_offset,
+            pending_starts=checkpoint.pending_starts,
+            entries=batch.messages,
+            plans=len(observations),
+            problems=len(problems),
+        )
+        rows = [(p.line, p.kind, p.message) for p in problems]
+        self.store.add_log_batch(file_id, observations, infos, queries, rows, ledger)
+        report.messages += batch.messages
+        report.plans += len(observations)
+        report.add_problems(problems)
+        report.incomplete.extend(batch.incomplete)
+
+    def _observation(
+        self, logged: LoggedPlan, key: str, literals: tuple[str, ...], when: datetime
+    ) -> Observation:
+        return Observation(
+            target_id=self.target_id,
+            query_key=key,
+            params=logged.params or json.dumps(list(literals)),
+            plan=logged.plan,
+            plan_json=logged.plan_json,
+            duration_ms=logged.duration_ms,
+            planning_ms=logged.plan.planning_ms,
+            client_ms=None,
+            sample_index=0,
+            collected_at=when,
+            source="log",
+        )

@@ -1,0 +1,290 @@
+"""Store methods for log ingest and pg_stat_statements metadata (a mixin of `detector.store.Store`).
+
+`add_log_batch` writes one batch of log observations, their `log_entries`, the problems met
+and the ledger row of the file in ONE transaction: an ingest killed between two batches leaves
+the store as it was after the last one, and the ledger says where to resume.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from detector.errors import PlanshiftError
+from detector.model import Observation
+from detector.store_reads import StoreBase, _observation_row
+from detector.store_records import (
+    OBSERVATION_COLUMNS,
+    ObservationRow,
+    from_utc_naive,
+    to_utc_naive,
+    utc_now,
+)
+from detector.store_rows import PLAN_COLUMNS, PLAN_NODE_COLUMNS, observation_rows
+
+_LEDGER_COLUMNS = (
+    "file_id, path, format, compressed, head_len, head_sha256, resume_offset, resume_line, "
+    "high_offset, pending_starts, entries, plans, problems"
+)
+_ENTRY_COLUMNS = (
+    "observation_id", "file_id", "line", "byte_offset", "pid", "database", "user_name",
+    "queryid", "plan_format", "analyzed",
+)  # fmt: skip
+
+
+@dataclass(frozen=True)
+class LogFileRecord:
+    file_id: int
+    path: str
+    format: str
+    compressed: bool
+    head_len: int
+    head_sha256: str
+    resume_offset: int
+    resume_line: int
+    high_offset: int
+    pending_starts: tuple[int, ...]
+    entries: int
+    plans: int
+    problems: int
+
+
+@dataclass(frozen=True)
+class LedgerUpdate:
+    """The file's state after a batch: where to resume and the running counts."""
+
+    path: str
+    head_len: int
+    head_sha256: str
+    resume_offset: int
+    resume_line: int
+    high_offset: int
+    pending_starts: tuple[int, ...]
+    entries: int  # added by this batch
+    plans: int
+    problems: int
+
+
+@dataclass(frozen=True)
+class LogEntryInfo:
+    """Where a log observation came from (one per observation of the batch, same order)."""
+
+    line: int
+    byte_offset: int
+    pid: int | None
+    database: str | None
+    user_name: str | None
+    queryid: int | None
+    plan_format: str
+    analyzed: bool
+
+
+@dataclass(frozen=True)
+class LogObservationRow:
+    row: ObservationRow
+    target_name: str
+    pid: int | None
+    database: str | None
+    queryid: int | None
+
+
+class StoreIngestMixin(StoreBase):
+    # -- the ledger ------------------------------------------------------------------------
+
+    def log_files(self) -> list[LogFileRecord]:
+        rows = self._con.execute(
+            f"SELECT {_LEDGER_COLUMNS} FROM log_files ORDER BY file_id"
+        ).fetchall()
+        records = []
+        for row in rows:
+            values: list[Any] = list(row)
+            values[9] = tuple(json.loads(row[9]))
+            records.append(LogFileRecord(*values))
+        return records
+
+    def add_log_file(
+        self, path: str, *, log_format: str, compressed: bool, head_len: int, head_sha256: str
+    ) -> int:
+        now = utc_now()
+        row = self._con.execute(
+            "INSERT INTO log_files (path, format, compressed, head_len, head_sha256, "
+            "resume_offset, resume_line, high_offset, pending_starts, entries, plans, problems, "
+            "first_ingested_at, last_ingested_at) VALUES (?, ?, ?, ?, ?, 0, 1, 0, '[]', 0, 0, 0, "
+            "?, ?) RETURNING file_id",
+            [path, log_format, compressed, head_len, head_sha256, now, now],
+        ).fetchone()
+        return int(row[0])
+
+    def add_log_batch(
+        self,
+        file_id: int,
+        observations: Sequence[Observation],
+        entries: Sequence[LogEntryInfo],
+        queries: Mapping[str, tuple[str, str, int | None]],  # key -> (name, sql, queryid)
+        problems: Sequence[tuple[int, str, str]],  # (line, kind, message)
+        ledger: LedgerUpdate,
+    ) -> None:
+        """Observations, their log_entries, new queries, problems and the ledger: all or nothing."""
+        if len(observations) != len(entries):
+            raise ValueError("one LogEntryInfo per observation")
+        with self.transaction():
+            if queries:
+                self._con.execute(
+                    "INSERT INTO queries SELECT unnest($1::VARCHAR[]), unnest($2::VARCHAR[]), "
+                    "unnest($3::VARCHAR[]), unnest($4::BIGINT[]) ON CONFLICT (query_key) "
+                    "DO UPDATE SET queryid = coalesce(queries.queryid, excluded.queryid)",
+                    [
+                        list(queries),
+                        *(list(column) for column in zip(*queries.values(), strict=True)),
+                    ],
+                )
+            if observations:
+                self._add_observations_with_ids(file_id, observations, entries)
+            if problems:
+                now = utc_now()
+                self._insert_rows(
+                    "log_problems",
+                    ("file_id", "line", "kind", "message", "recorded_at"),
+                    [(file_id, line, kind, message, now) for line, kind, message in problems],
+                )
+            self._con.execute(
+                "UPDATE log_files SET path = ?, head_len = ?, head_sha256 = ?, resume_offset = ?, "
+                "resume_line = ?, high_offset = ?, pending_starts = ?, entries = entries + ?, "
+                "plans = plans + ?, problems = problems + ?, last_ingested_at = ? WHERE file_id = ?",
+                [
+                    ledger.path,
+                    ledger.head_len,
+                    ledger.head_sha256,
+                    ledger.resume_offset,
+                    ledger.resume_line,
+                    ledger.high_offset,
+                    json.dumps(list(ledger.pending_starts)),
+                    ledger.entries,
+                    ledger.plans,
+                    ledger.problems,
+                    utc_now(),
+                    file_id,
+                ],
+            )
+
+    def _add_observations_with_ids(
+        self, file_id: int, observations: Sequence[Observation], entries: Sequence[LogEntryInfo]
+    ) -> None:
+        target_ids = sorted({obs.target_id for obs in observations})
+        run_of_target = dict(
+            self._con.execute(
+                "SELECT target_id, run_id FROM targets WHERE target_id IN (SELECT unnest($1))",
+                [target_ids],
+            ).fetchall()
+        )
+        rows, shapes = observation_rows(observations, run_of_target)
+        known = {
+            row[0]
+            for row in self._con.execute(
+                "SELECT fingerprint FROM plans WHERE fingerprint IN (SELECT unnest($1))",
+                [sorted(shapes)],
+            ).fetchall()
+        }
+        new = [shapes[key] for key in sorted(shapes) if key not in known]
+        self._insert_rows("plans", PLAN_COLUMNS, [shape.plan_row for shape in new])
+        self._insert_rows("plan_nodes", PLAN_NODE_COLUMNS, [n for s in new for n in s.nodes])
+        ids = [
+            int(row[0])
+            for row in self._con.execute(
+                "SELECT nextval('observation_id_seq') FROM range(?)", [len(rows)]
+            ).fetchall()
+        ]
+        self._insert_rows(
+            "observations",
+            OBSERVATION_COLUMNS,
+            [(oid, *row) for oid, row in zip(ids, rows, strict=True)],
+        )
+        self._insert_rows(
+            "log_entries",
+            _ENTRY_COLUMNS,
+            [
+                (
+                    oid,
+                    file_id,
+                    e.line,
+                    e.byte_offset,
+                    e.pid,
+                    e.database,
+                    e.user_name,
+                    e.queryid,
+                    e.plan_format,
+                    e.analyzed,
+                )
+                for oid, e in zip(ids, entries, strict=True)
+            ],
+        )
+
+    def log_problems(self, file_id: int | None = None) -> list[tuple[str, int, str, str]]:
+        """(path, line, kind, message) of broken input, by file and line."""
+        rows = self._con.execute(
+            "SELECT f.path, p.line, p.kind, p.message FROM log_problems p JOIN log_files f "
+            "USING (file_id) WHERE $1 IS NULL OR file_id = $1 ORDER BY f.file_id, p.line",
+            [file_id],
+        ).fetchall()
+        return [(str(a), int(b), str(c), str(d)) for a, b, c, d in rows]
+
+    def interrupted_runs(self, label_prefix: str) -> list[int]:
+        """Runs still 'running': with the store open for writing, nobody else is writing them."""
+        rows = self._con.execute(
+            "SELECT run_id FROM runs WHERE status = 'running' AND starts_with(label, ?) "
+            "ORDER BY run_id",
+            [label_prefix],
+        ).fetchall()
+        return [int(row[0]) for row in rows]
+
+    # -- reading log observations by time -------------------------------------------------
+
+    def log_observations(
+        self,
+        since: datetime | None = None,
+        until: datetime | None = None,
+        query_key: str | None = None,
+        source: str | None = None,
+    ) -> list[LogObservationRow]:
+        """Observations of log targets in [since, until), in time order, with pid and queryid."""
+        columns = ", ".join(f"o.{c}" for c in OBSERVATION_COLUMNS)
+        rows = self._con.execute(
+            f"SELECT {columns}, t.name, e.pid, e.database, e.queryid FROM observations o "
+            "JOIN targets t USING (target_id) LEFT JOIN log_entries e USING (observation_id) "
+            "WHERE t.source = 'log' AND ($1 IS NULL OR o.collected_at >= $1) "
+            "AND ($2 IS NULL OR o.collected_at < $2) AND ($3 IS NULL OR o.query_key = $3) "
+            "AND ($4 IS NULL OR t.name = $4) ORDER BY o.collected_at, o.observation_id",
+            [_naive(since), _naive(until), query_key, source],
+        ).fetchall()
+        width = len(OBSERVATION_COLUMNS)
+        return [LogObservationRow(_observation_row(row[:width]), *row[width:]) for row in rows]
+
+    # -- pg_stat_statements_info -----------------------------------------------------------
+
+    def add_pgss_info(self, snapshot_id: int, dealloc: int | None, stats_reset: Any) -> None:
+        self._con.execute(
+            "INSERT INTO pgss_info VALUES (?, ?, ?)",
+            [snapshot_id, dealloc, _naive(stats_reset)],
+        )
+
+    def pgss_info(self) -> dict[int, tuple[int | None, datetime | None]]:
+        rows = self._con.execute("SELECT snapshot_id, dealloc, stats_reset FROM pgss_info")
+        return {
+            int(sid): (dealloc, from_utc_naive(reset) if reset is not None else None)
+            for sid, dealloc, reset in rows.fetchall()
+        }
+
+    def targets_named(self, name: str) -> list[int]:
+        rows = self._con.execute(
+            "SELECT target_id FROM targets WHERE name = ? ORDER BY target_id", [name]
+        ).fetchall()
+        if not rows:
+            raise PlanshiftError(f"no target named {name!r} in the store")
+        return [int(row[0]) for row in rows]
+
+
+def _naive(moment: Any) -> Any:
+    return to_utc_naive(moment) if isinstance(moment, datetime) else moment
