@@ -1,12 +1,12 @@
 """The rule catalog: one module per family, one documented rule per stable code.
 
 Importing this package registers every rule. Codes: PS1xx plan flips, PS2xx timing,
-PS3xx cost/estimate divergence, PS4xx resources, PS5xx settings.
+PS3xx cost/estimate divergence, PS4xx resources, PS5xx settings, PS6xx approved plans.
 """
 
 from __future__ import annotations
 
-from rules import divergence, plan_flip, timing
+from rules import approval, divergence, plan_flip, timing
 from rules.base import (
     DOC_SECTIONS,
     FAMILIES,
@@ -20,6 +20,7 @@ from rules.base import (
 )
 
 __all__ = [
+    "approval",
     "DOC_SECTIONS",
     "FAMILIES",
     "Rule",

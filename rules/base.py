@@ -30,6 +30,7 @@ FAMILIES: Mapping[str, str] = {
     "estimates": "PS3",
     "resources": "PS4",
     "settings": "PS5",
+    "baselines": "PS6",
 }
 DOC_SECTIONS = ("What it flags", "Why it matters", "Example", "What to do")
 

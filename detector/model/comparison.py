@@ -124,6 +124,7 @@ class QueryComparison:
     candidate: Side
     timing: TimingComparison
     point: str | None = None  # sweep point, e.g. "N=8000"
+    approved: frozenset[str] | None = None  # approved fingerprints, when a lock file is in use
 
     @property
     def label(self) -> str:
