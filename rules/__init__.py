@@ -20,12 +20,12 @@ from rules.base import (
 )
 
 __all__ = [
-    "approval",
     "DOC_SECTIONS",
     "FAMILIES",
     "Rule",
     "RuleConfigError",
     "all_rules",
+    "approval",
     "divergence",
     "get_rule",
     "plan_flip",
