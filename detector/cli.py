@@ -28,6 +28,10 @@ StoreOption = Annotated[
     Path, typer.Option("--store", "-s", help="DuckDB file holding runs and observations.")
 ]
 DEFAULT_STORE = Path("planshift.duckdb")
+ConfigOption = Annotated[
+    Path | None,
+    typer.Option("--config", help="planshift.toml (default: found in . or its parents, or pyproject.toml)."),
+]
 FORMATS = ("terminal", "json")
 
 
@@ -148,43 +152,119 @@ def compare(
         Path | None, typer.Option("--output", "-o", help="Write the report to this file.")
     ] = None,
     fail_on: Annotated[
-        str,
+        str | None,
         typer.Option(
-            help="Exit 1 when a finding reaches this severity: info, warning, error, never."
+            help="Exit 1 when a finding reaches this severity: info, warning, error (default), never."
         ),
-    ] = "error",
+    ] = None,
     min_effect: Annotated[
-        float, typer.Option(help="Smallest timing change that counts (0.10 = 10%).")
-    ] = 0.10,
+        float | None, typer.Option(help="Smallest timing change that counts (default 0.10 = 10%).")
+    ] = None,
     select: Annotated[
-        list[str] | None, typer.Option(help="Only these rule codes. Repeatable.")
+        list[str] | None,
+        typer.Option(help="Only these rules: codes, prefixes (PS1), names or families. Repeatable."),
     ] = None,
     ignore: Annotated[
-        list[str] | None, typer.Option(help="Skip these rule codes. Repeatable.")
+        list[str] | None, typer.Option(help="Skip these rules (as --select). Repeatable.")
     ] = None,
+    rule_option: Annotated[
+        list[str] | None,
+        typer.Option("--rule-option", help="RULE.OPTION=VALUE, e.g. PS101.near_tie=0.03. Repeatable."),
+    ] = None,
+    approved: Annotated[
+        Path | None,
+        typer.Option(help="Approved-plans file (planshift approve): flag plans not in it (PS600)."),
+    ] = None,
+    noise: Annotated[
+        str,
+        typer.Option(help="A/A noise floors: auto (latest `planshift noise` run), off, or a run id."),
+    ] = "auto",
+    config: ConfigOption = None,
+    query: Annotated[str | None, typer.Option("--query", "-q", help="Only this query.")] = None,
     verbose: Annotated[
         bool, typer.Option("--verbose", "-v", help="Show unchanged queries too.")
     ] = False,
 ) -> None:
     """Compare two sides query by query; exit 1 when findings reach --fail-on."""
+    from detector.config import load_config
+    from detector.gate import compare_options
     from detector.jobs import compare_and_report
 
     with user_errors():
+        settings = load_config(config)
+        options = compare_options(
+            settings,
+            min_effect=min_effect,
+            select=select,
+            ignore=ignore,
+            approved=approved,
+            noise=noise,
+            rule_options=rule_option or [],
+            query=query,
+        )
         worst = compare_and_report(
-            store_path=store,
+            store_path=store if store != DEFAULT_STORE or settings.store is None else settings.store,
             baseline=baseline,
             candidate=candidate,
             run_id=run_id,
             output_format=output_format,
             output=output,
-            min_effect=min_effect,
-            select=select,
-            ignore=ignore or [],
+            options=options,
             verbose=verbose,
             console=out,
         )
-        exit_code = failing(worst, fail_on)
+        exit_code = failing(worst, fail_on or settings.fail_on)
     raise typer.Exit(exit_code)
+
+
+@app.command()
+def approve(
+    store: StoreOption = DEFAULT_STORE,
+    target: Annotated[
+        str | None, typer.Option("--target", "-t", help="Whose plans to approve (NAME or NAME@RUN).")
+    ] = None,
+    run_id: Annotated[int | None, typer.Option("--run", help="Run id (default: the latest complete run).")] = None,
+    lock: Annotated[Path, typer.Option("--file", help="Approved-plans file to write.")] = Path("planshift.lock"),
+    update: Annotated[bool, typer.Option(help="Accept changes to an existing file.")] = False,
+) -> None:
+    """Record the plans a target uses now as approved (a lock file to commit and review)."""
+    from detector.gate import approve as record
+
+    with user_errors():
+        plans, added, removed = record(
+            store_path=store, target=target, run_id=run_id, lock=lock, update=update
+        )
+    out.print(f"{lock}: {plans} approved plans ({added} added, {removed} removed)")
+
+
+@app.command()
+def noise(
+    workload: Annotated[Path, typer.Argument(help="Workload file (TOML).")],
+    store: StoreOption = DEFAULT_STORE,
+    target: Annotated[str | None, typer.Option("--target", "-t", help="Server to calibrate.")] = None,
+    variant: Annotated[str | None, typer.Option(help="Variant to run twice (default: the first).")] = None,
+    repetitions: Annotated[int | None, typer.Option(help="Measured executions per query and side.")] = None,
+    pg_bin: Annotated[list[Path] | None, typer.Option("--pg-bin", help="PostgreSQL bin directory.")] = None,
+) -> None:
+    """A/A calibration: run one variant twice, interleaved; compare uses the noise floors."""
+    from rich.table import Table
+
+    from detector.gate import run_noise
+
+    with user_errors():
+        run_id, floors = run_noise(
+            workload_path=workload,
+            store_path=store,
+            target=target,
+            variant=variant,
+            repetitions=repetitions,
+            pg_bins=pg_bin or [],
+            console=err,
+        )
+    table = Table("query", "noise floor", title=f"A/A run {run_id}: spread of the median ratio")
+    for label, floor in sorted(floors.items()):
+        table.add_row(label, f"{floor:.1%}")
+    out.print(table)
 
 
 def failing(worst: str | None, fail_on: str) -> int:

@@ -9,9 +9,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from detector import stats
+from detector.approvals import approval_key
+from detector.config import Suppression
 from detector.errors import PlanshiftError
 from detector.model import (
     ComparisonResult,
+    Finding,
     Plan,
     PlanVariant,
     QueryComparison,
@@ -32,7 +35,10 @@ class CompareOptions:
     ignore: tuple[str, ...] = ()
     rule_options: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     noise_floors: Mapping[str, float] = field(default_factory=dict)  # per query label
+    noise_run: int | str | None = "auto"  # A/A run giving noise floors: id, "auto" or None
     query: str | None = None  # only this query name
+    approved: Mapping[str, frozenset[str]] | None = None  # lock file: `query [point]` -> fps
+    suppressions: tuple[Suppression, ...] = ()
 
 
 def resolve_side(store: Store, spec: str, run_id: int | None) -> TargetRecord:
@@ -115,6 +121,11 @@ def compare_sides(
                 candidate=cand_side,
                 timing=timing,
                 point=point,
+                approved=(
+                    None
+                    if options.approved is None
+                    else options.approved.get(approval_key(name, point), frozenset())
+                ),
             )
         )
     findings = []
@@ -128,15 +139,18 @@ def compare_sides(
             )
         )
     findings.sort(key=lambda f: f.sort_key())
+    kept, suppressed = split_suppressed(findings, options.suppressions)
     return ComparisonResult(
         baseline=baseline.name,
         candidate=candidate.name,
         run_ids=tuple(sorted({baseline.run_id, candidate.run_id})),
         queries=tuple(comparisons),
-        findings=tuple(findings),
+        findings=tuple(kept),
+        suppressed=tuple(suppressed),
         settings_diff=settings_diff(baseline, candidate),
         versions=(baseline.server_version_num, candidate.server_version_num),
         tables=table_facts(baseline, candidate),
+        noise_run=options.noise_run if isinstance(options.noise_run, int) else None,
     )
 
 
@@ -148,6 +162,24 @@ def table_facts(baseline: TargetRecord, candidate: TargetRecord) -> dict[str, di
         name: {"baseline": left.get(name), "candidate": right.get(name)}
         for name in sorted(set(left) | set(right))
     }
+
+
+def split_suppressed(
+    findings: Sequence[Finding], suppressions: Sequence[Suppression]
+) -> tuple[list[Finding], list[tuple[Finding, str]]]:
+    """Findings to report, and those a configured suppression covers (with its reason)."""
+    kept: list[Finding] = []
+    suppressed: list[tuple[Finding, str]] = []
+    for finding in findings:
+        reason = next(
+            (s.reason for s in suppressions if s.matches(finding.query_name, finding.code, finding.name)),
+            None,
+        )
+        if reason is None:
+            kept.append(finding)
+        else:
+            suppressed.append((finding, reason))
+    return kept, suppressed
 
 
 def plan_only_timing(min_effect: float) -> TimingComparison:

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
 
 from rich.console import Console
@@ -15,6 +16,7 @@ from detector.census import QueryCensus, build_census
 from detector.compare import CompareOptions, compare_sides, resolve_side
 from detector.errors import PlanshiftError
 from detector.model import ComparisonResult
+from detector.noise import latest_noise_run, with_noise_floors
 from detector.reports.json_report import render_json
 from detector.reports.terminal import render_terminal
 from detector.store import Store
@@ -57,8 +59,11 @@ def execute_run(
     keep: bool,
     pg_bins: Sequence[Path],
     console: Console,
+    variants: Mapping[str, Mapping[str, str]] | None = None,
 ) -> int:
     workload = load_workload(workload_path)
+    if variants is not None:
+        workload = replace(workload, variants=variants)
     dsn_map = dict(parse_dsn_option(text) for text in dsns)
     specs = resolve_target_specs(workload.targets, targets, dsn_map)
     options = RunOptions(
@@ -97,6 +102,10 @@ def compare_from_store(
                 f"baseline and candidate are the same target ({base.name})",
                 "name two different targets or runs (NAME@RUN)",
             )
+        if options.noise_run == "auto":
+            options = with_noise_floors(store, options, latest_noise_run(store, base))
+        elif options.noise_run is not None:
+            options = with_noise_floors(store, options, int(options.noise_run))
         return compare_sides(store, base, cand, options)
 
 
@@ -108,9 +117,7 @@ def compare_and_report(
     run_id: int | None,
     output_format: str,
     output: Path | None,
-    min_effect: float,
-    select: Sequence[str] | None,
-    ignore: Sequence[str],
+    options: CompareOptions,
     verbose: bool,
     console: Console,
 ) -> str | None:
@@ -119,11 +126,6 @@ def compare_and_report(
         raise PlanshiftError(
             f"unknown format {output_format!r}", "use --format terminal or --format json"
         )
-    if not 0 <= min_effect < 10:
-        raise PlanshiftError(f"--min-effect {min_effect}: expected a fraction like 0.10")
-    options = CompareOptions(
-        min_effect=min_effect, select=tuple(select) if select else None, ignore=tuple(ignore)
-    )
     result = compare_from_store(store_path, baseline, candidate, run_id, options)
     if output_format == "json":
         text = render_json(result)

@@ -175,6 +175,8 @@ class ComparisonResult:
     versions: tuple[int | None, int | None] = (None, None)
     # per table: {"baseline": {"rows": .., "correlation": {col: ..}}, "candidate": {...}}
     tables: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    suppressed: tuple[tuple[Finding, str], ...] = ()  # (finding, the suppression's reason)
+    noise_run: int | None = None  # the A/A run the noise floors came from
 
     def verdict_counts(self) -> dict[str, int]:
         counts = {v.value: 0 for v in Verdict}

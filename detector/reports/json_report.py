@@ -103,6 +103,11 @@ def to_document(result: ComparisonResult) -> dict[str, Any]:
             for f in result.findings
         ],
         "queries": [_query(q) for q in result.queries],
+        "suppressed": [
+            {"code": f.code, "query": f.query_name, "message": f.message, "reason": reason}
+            for f, reason in result.suppressed
+        ],
+        "noise_run": result.noise_run,
         "tables": dict(result.tables),
         "switch_points": {
             name: [

@@ -129,6 +129,12 @@ def render_terminal(result: ComparisonResult, console: Console, *, verbose: bool
         line.append(f"{finding.query_name}: ")
         line.append(finding.message)
         console.print(line)
+    for finding, reason in result.suppressed:
+        console.print(
+            f"suppressed {finding.code} {finding.name} {finding.query_name}: {reason}", style="dim"
+        )
+    if result.noise_run is not None:
+        console.print(f"noise floors from A/A run {result.noise_run}", style="dim")
     counts = result.verdict_counts()
     verdicts = ", ".join(f"{n} {v}" for v, n in counts.items() if n)
     worst = result.worst_severity()
