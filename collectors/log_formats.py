@@ -142,6 +142,7 @@ class LogReader:
         self.messages = 0
         self.offset = position.offset  # end of the last processed segment
         self.line = position.line
+        self.tail_line: int | None = None
 
     def batches(self) -> Iterator[Batch]:
         self.stream.seek(self.start.offset)
@@ -174,6 +175,7 @@ class LogReader:
 
     def _tail(self, segment: bytes) -> None:
         """An unterminated last line: the writer may be mid-entry; leave it for next time."""
+        self.tail_line = self.line
 
     def _too_large(self, buffer: bytes) -> None:
         self.problems.append(
@@ -208,6 +210,8 @@ class LogReader:
             if final
             else []
         )
+        if final and self.tail_line is not None:
+            incomplete.append(Problem(self.tail_line, "truncated", "unterminated last entry"))
         batch = Batch(self.entries, self.problems, checkpoint, self.messages, incomplete)
         self.entries, self.problems, self.messages = [], [], 0
         return batch
@@ -281,7 +285,7 @@ class StderrReader(LogReader):
 
     def _continue(self, lines: bytes) -> None:
         pid = next(reversed(self.open))
-        entry, parts, since = self.open[pid]
+        entry, parts, _ = self.open[pid]
         parts.append(lines)
         if _closed(lines):
             del self.open[pid]
