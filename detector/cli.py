@@ -146,10 +146,21 @@ def compare(
         int | None, typer.Option("--run", help="Run id (default: the latest complete run).")
     ] = None,
     output_format: Annotated[
-        str, typer.Option("--format", "-f", help="terminal or json.")
-    ] = "terminal",
+        str | None,
+        typer.Option(
+            "--format",
+            "-f",
+            help="terminal (default), json, markdown, junit, github or html.",
+        ),
+    ] = None,
     output: Annotated[
-        Path | None, typer.Option("--output", "-o", help="Write the report to this file.")
+        list[str] | None,
+        typer.Option(
+            "--output",
+            "-o",
+            help="Write a report to FILE (format from --format, else from the extension: .json .md "
+            ".xml .html .txt), FORMAT:FILE, or - for stdout. Repeatable.",
+        ),
     ] = None,
     fail_on: Annotated[
         str | None,
@@ -208,7 +219,8 @@ def compare(
             candidate=candidate,
             run_id=run_id,
             output_format=output_format,
-            output=output,
+            outputs=output or [],
+            fail_on=fail_on,
             options=options,
             verbose=verbose,
             console=out,

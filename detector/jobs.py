@@ -17,7 +17,7 @@ from detector.compare import CompareOptions, compare_sides, resolve_side
 from detector.errors import PlanshiftError
 from detector.model import ComparisonResult
 from detector.noise import latest_noise_run, with_noise_floors
-from detector.reports.json_report import render_json
+from detector.reports import gate_severity, resolve_outputs, write_reports
 from detector.reports.terminal import render_terminal
 from detector.store import Store
 from detector.workload import load_workload
@@ -115,29 +115,21 @@ def compare_and_report(
     baseline: str,
     candidate: str,
     run_id: int | None,
-    output_format: str,
-    output: Path | None,
+    output_format: str | None,
+    outputs: Sequence[str],
+    fail_on: str | None,
     options: CompareOptions,
     verbose: bool,
     console: Console,
 ) -> str | None:
-    """Print or write the report; returns the worst finding severity (None when clean)."""
-    if output_format not in ("terminal", "json"):
-        raise PlanshiftError(
-            f"unknown format {output_format!r}", "use --format terminal or --format json"
-        )
+    """Print or write the reports; returns the worst finding severity (None when clean).
+
+    `outputs` are --output values (FILE, FORMAT:FILE or -), see detector.reports.resolve_outputs.
+    """
+    specs = resolve_outputs(output_format, outputs)
+    gate = gate_severity(fail_on)
     result = compare_from_store(store_path, baseline, candidate, run_id, options)
-    if output_format == "json":
-        text = render_json(result)
-        if output:
-            output.write_text(text)
-        else:
-            console.out(text, end="", highlight=False)
-    elif output:
-        with output.open("w") as handle:
-            render_terminal(result, Console(file=handle, width=160), verbose=verbose)
-    else:
-        render_terminal(result, console, verbose=verbose)
+    write_reports(result, specs, fail_on=gate, console=console, verbose=verbose)
     worst = result.worst_severity()
     return worst.value if worst else None
 

@@ -1,0 +1,207 @@
+"""What every text report needs from a ComparisonResult: numbers, ranking, grouping, ownership.
+
+Findings carry the query key but not the sweep point, so `findings_by_query` gives each finding
+to the comparison of its query whose measured numbers it quotes (every rule's evidence holds the
+timing verdict, ratio and both medians of the comparison it was computed from).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from detector.model import ComparisonResult, Finding, QueryComparison, Severity, Verdict
+
+
+def version_text(num: int | None) -> str:
+    """`150018` -> `15.18`, unknown -> `?`."""
+    if num is None:
+        return "?"
+    major, minor = divmod(num, 10000)
+    return f"{major}.{minor}"
+
+
+def fmt_ms(value: float | None) -> str:
+    """Durations with three significant digits, never in exponent form: 0.0621, 1.41, 18.1, 1234."""
+    if value is None or math.isnan(value):
+        return "-"
+    if value == 0:
+        return "0"
+    digits = max(0, 2 - math.floor(math.log10(abs(value))))
+    return f"{value:.{min(digits, 4)}f}"
+
+
+def fmt_number(value: float) -> str:
+    """A parameter value or crossing: 681, 2,250, 0.35, 12.5k is not used (exact enough to act on)."""
+    if abs(value) >= 100:
+        return f"{round(value):,}"
+    return f"{value:.3g}"
+
+
+def fmt_tick(value: float) -> str:
+    """A compact axis label: 300, 3k, 30k, 1.5M."""
+    for scale, suffix in ((1e6, "M"), (1e3, "k")):
+        if abs(value) >= scale:
+            return f"{value / scale:g}{suffix}"
+    return f"{value:g}"
+
+
+def fmt_count(value: float | None) -> str:
+    """Rows and buffers: integers with thousands separators; fractional rows (PG 18) keep one digit."""
+    if value is None:
+        return "-"
+    if value != int(value) and abs(value) < 100:
+        return f"{value:,.1f}"
+    return f"{round(value):,}"
+
+
+def slug(text: str) -> str:
+    """An HTML id / anchor from a query label: `sweep_sum [n=100]` -> `sweep_sum-n-100`."""
+    return re.sub(r"[^A-Za-z0-9_]+", "-", text).strip("-") or "query"
+
+
+def is_quiet(query: QueryComparison) -> bool:
+    """Same plan and no measured difference: collapsed or left out of short reports."""
+    return not query.plan_changed and query.timing.verdict in (
+        Verdict.UNCHANGED,
+        Verdict.INCONCLUSIVE,
+    )
+
+
+def impact_ms(query: QueryComparison) -> float:
+    """Workload impact: |median delta| x executions (pg_stat_statements calls when known, else samples)."""
+    base, cand = query.baseline.timing, query.candidate.timing
+    if base is None or cand is None:
+        return 0.0
+    executions = query.candidate.calls or cand.n
+    return abs(cand.median_ms - base.median_ms) * executions
+
+
+def _quotes(query: QueryComparison, evidence: Mapping[str, Any]) -> bool:
+    base, cand = query.baseline.timing, query.candidate.timing
+    expected = {
+        "ratio": query.timing.ratio,
+        "baseline_median_ms": base.median_ms if base else None,
+        "candidate_median_ms": cand.median_ms if cand else None,
+    }
+    return all(key not in evidence or evidence[key] == value for key, value in expected.items())
+
+
+def findings_by_query(result: ComparisonResult) -> tuple[dict[int, list[Finding]], list[Finding]]:
+    """Findings per index into result.queries, and those that belong to no single comparison."""
+    owned: dict[int, list[Finding]] = {}
+    orphans: list[Finding] = []
+    for finding in result.findings:
+        same_key = [i for i, q in enumerate(result.queries) if q.query_key == finding.query_key]
+        if len(same_key) > 1:
+            same_key = [i for i in same_key if _quotes(result.queries[i], finding.evidence)][:1]
+        if same_key:
+            owned.setdefault(same_key[0], []).append(finding)
+        else:
+            orphans.append(finding)
+    return owned, orphans
+
+
+def ranked_findings(
+    result: ComparisonResult,
+) -> list[tuple[float, Finding, QueryComparison | None]]:
+    """Findings by workload impact of their query (largest first), then severity, then name."""
+    owned, orphans = findings_by_query(result)
+    rows = [
+        (impact_ms(result.queries[i]), finding, result.queries[i])
+        for i, findings in owned.items()
+        for finding in findings
+    ]
+    rows.sort(key=lambda row: (-row[0], *row[1].sort_key(), row[2].label if row[2] else ""))
+    return rows + [(0.0, finding, None) for finding in orphans]
+
+
+def rule_counts(result: ComparisonResult) -> list[tuple[str, str, Severity, int]]:
+    """(code, name, worst severity, count) per rule, by code."""
+    counts = Counter(f.code for f in result.findings)
+    rows = []
+    for code in sorted(counts):
+        of_rule = [f for f in result.findings if f.code == code]
+        worst = max((f.severity for f in of_rule), key=lambda s: s.rank)
+        rows.append((code, of_rule[0].name, worst, counts[code]))
+    return rows
+
+
+def failing_findings(result: ComparisonResult, fail_on: Severity | None) -> list[Finding]:
+    """Findings at or above --fail-on (none when the gate is off)."""
+    if fail_on is None:
+        return []
+    return [f for f in result.findings if f.severity.rank >= fail_on.rank]
+
+
+def title(result: ComparisonResult) -> str:
+    base_v, cand_v = result.versions
+    return (
+        f"{result.baseline} (PostgreSQL {version_text(base_v)}) vs "
+        f"{result.candidate} (PostgreSQL {version_text(cand_v)})"
+    )
+
+
+def settings_text(result: ComparisonResult, arrow: str = "->") -> list[str]:
+    return [
+        f"{name} {left if left is not None else 'default'} {arrow} "
+        f"{right if right is not None else 'default'}"
+        for name, (left, right) in sorted(result.settings_diff.items())
+    ]
+
+
+def verdict_summary(result: ComparisonResult) -> str:
+    counts = result.verdict_counts()
+    parts = [f"{n} {verdict}" for verdict, n in counts.items() if n]
+    changed = sum(q.plan_changed for q in result.queries)
+    text = f"{len(result.queries)} queries compared ({', '.join(parts) or 'none'})"
+    return text + f", {changed} plan change{'s' if changed != 1 else ''}"
+
+
+@dataclass(frozen=True)
+class SweepPoint:
+    value: float
+    text: str
+    query: QueryComparison
+
+
+@dataclass(frozen=True)
+class SweepGroup:
+    """The points of one swept query, in parameter order (`numeric`: values are numbers)."""
+
+    name: str
+    param: str
+    numeric: bool
+    points: tuple[SweepPoint, ...]
+
+
+def sweep_groups(result: ComparisonResult) -> list[SweepGroup]:
+    by_key: dict[str, list[QueryComparison]] = {}
+    for query in result.queries:
+        if query.point is not None:
+            by_key.setdefault(query.query_key, []).append(query)
+    groups = []
+    for queries in by_key.values():
+        params = {q.point.partition("=")[0] for q in queries if q.point}
+        values = [q.point.partition("=")[2] for q in queries if q.point]
+        numeric = all(_is_number(v) for v in values)
+        points = [
+            SweepPoint(float(v) if numeric else float(i), v, q)
+            for i, (v, q) in enumerate(zip(values, queries, strict=True))
+        ]
+        points.sort(key=lambda p: (p.value, p.text))
+        param = params.pop() if len(params) == 1 else "point"
+        groups.append(SweepGroup(queries[0].query_name, param, numeric, tuple(points)))
+    return sorted(groups, key=lambda g: g.name)
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True

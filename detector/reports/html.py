@@ -1,0 +1,213 @@
+"""`--format html`: one self-contained page (inline CSS, JS and SVG charts; works offline).
+
+Sections: summary (targets, settings that differ, counts by verdict and rule, findings ranked
+by workload impact), sweeps (cost and duration per plan against the parameter with their
+crossings, and the plan-shape census as a heat map), and one block per query (latency CDF of
+both sides, plan census, findings, and the plan diff).
+"""
+
+from __future__ import annotations
+
+from html import escape
+
+from detector import __version__
+from detector.model import ComparisonResult, Severity, Side
+from detector.reports.charts import census_heatmap, sweep_chart
+from detector.reports.common import (
+    SweepGroup,
+    failing_findings,
+    findings_by_query,
+    fmt_ms,
+    fmt_number,
+    ranked_findings,
+    rule_counts,
+    settings_text,
+    sweep_groups,
+    title,
+    verdict_summary,
+    version_text,
+)
+from detector.reports.html_assets import CSS, JS
+from detector.reports.html_query import anchor, badge, query_block
+from detector.reports.sweeps import analyze, cost_settings_differ
+
+CENSUS_NOTE = (
+    "A census across many targets (versions x settings, seed 003's table) needs more than the two "
+    "sides of one comparison; this report shows the census of its two sides per sweep point."
+)
+
+
+def _table(head: list[str], rows: list[list[str]], numeric: set[int] | None = None) -> str:
+    numeric = numeric or set()
+    th = "".join(f"<th{' class=num' if i in numeric else ''}>{h}</th>" for i, h in enumerate(head))
+    body = "".join(
+        "<tr>"
+        + "".join(f"<td{' class=num' if i in numeric else ''}>{c}</td>" for i, c in enumerate(r))
+        + "</tr>"
+        for r in rows
+    )
+    return f"<table><thead><tr>{th}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def _targets(result: ComparisonResult) -> str:
+    rows = []
+    pairs: list[tuple[str, str, Side | None]] = [
+        ("baseline", result.baseline, None),
+        ("candidate", result.candidate, None),
+    ]
+    if result.queries:
+        first = result.queries[0]
+        pairs = [
+            ("baseline", result.baseline, first.baseline),
+            ("candidate", result.candidate, first.candidate),
+        ]
+    for (role, name, side), version in zip(pairs, result.versions, strict=True):
+        gucs = ", ".join(f"{k}={v}" for k, v in sorted(side.settings.items())) if side else ""
+        css = "side-base" if role == "baseline" else "side-cand"
+        rows.append(
+            [
+                role,
+                f'<span class="{css}">{escape(name)}</span>',
+                version_text(version),
+                f"<code>{escape(gucs) or '-'}</code>",
+            ]
+        )
+    return _table(["side", "target", "PostgreSQL", "variant settings"], rows)
+
+
+def _summary(result: ComparisonResult, fail_on: Severity | None) -> str:
+    counts = result.verdict_counts()
+    changed = sum(q.plan_changed for q in result.queries)
+    cards = [(str(n), verdict) for verdict, n in counts.items()]
+    cards += [(str(changed), "plan changes"), (str(len(result.findings)), "findings")]
+    failing = failing_findings(result, fail_on)
+    if fail_on is None:
+        gate = "<p>Gate off (<code>--fail-on never</code>).</p>"
+    elif failing:
+        gate = (
+            f'<p class="gate-fail">Gate fails: {len(failing)} findings at or above '
+            f"<code>{fail_on.value}</code>.</p>"
+        )
+    else:
+        gate = f'<p class="gate-pass">Gate passes: no finding at or above <code>{fail_on.value}</code>.</p>'
+    parts = [
+        '<section id="summary"><h2>Summary</h2>',
+        gate,
+        f"<p>{escape(verdict_summary(result))}.</p>",
+        '<div class="cards">'
+        + "".join(f"<div class=card><b>{n}</b>{escape(t)}</div>" for n, t in cards)
+        + "</div>",
+        "<h3>Targets</h3>",
+        _targets(result),
+    ]
+    if result.settings_diff:
+        rows = [
+            [f"<code>{escape(k)}</code>", escape(a or "default"), escape(b or "default")]
+            for k, (a, b) in sorted(result.settings_diff.items())
+        ]
+        parts += [
+            "<h3>Settings that differ</h3>",
+            _table(["setting", "baseline", "candidate"], rows),
+        ]
+    if result.findings:
+        rows = [
+            [escape(code), escape(name), badge(sev.value, f"s-{sev.value}"), str(n)]
+            for code, name, sev, n in rule_counts(result)
+        ]
+        parts += [
+            "<h3>Findings by rule</h3>",
+            _table(["rule", "name", "worst", "count"], rows, {3}),
+        ]
+        ranked = []
+        for impact, finding, query in ranked_findings(result):
+            where = (
+                f'<a href="#{anchor(query)}">{escape(query.label)}</a>'
+                if query
+                else escape(finding.query_name)
+            )
+            ranked.append(
+                [
+                    fmt_ms(impact),
+                    badge(finding.severity.value, f"s-{finding.severity.value}"),
+                    escape(finding.code),
+                    where,
+                    escape(finding.message),
+                ]
+            )
+        parts += [
+            "<h3>Findings by workload impact</h3>",
+            '<p class="note">impact = |median change| x executions (ms of the measured workload)</p>',
+            _table(["impact ms", "severity", "rule", "query", "message"], ranked, {0}),
+        ]
+    parts.append("</section>")
+    return "".join(parts)
+
+
+def _sweep(group: SweepGroup, index: int, result: ComparisonResult) -> str:
+    analysis = analyze(group)
+    facts = []
+    for switch in analysis.switches:
+        facts.append(
+            f"<b>{escape(switch.side)}</b> switches plan between {group.param}="
+            f"{escape(switch.after)} and {escape(switch.before)}: <code>{escape(switch.old)}"
+            f"</code> → <code>{escape(switch.new)}</code>"
+        )
+    for name, found in (
+        ("costs", analysis.cost_crossings),
+        ("durations", analysis.duration_crossings),
+    ):
+        where = (
+            ", ".join(f"{group.param}≈{fmt_number(x)}" for x in found)
+            or "nowhere in the measured range"
+        )
+        facts.append(f"the {name} of the two sides cross {where}")
+    unit = cost_settings_differ(list(result.settings_diff))
+    caveat = (
+        f"Cost settings differ ({', '.join(unit)}): the sides' costs are in different units, so "
+        "only the duration crossing is a fact; compare forced-plan variants under the same "
+        "settings to see where the planner's costs cross (seed 000)."
+        if unit
+        else "Both sides cost plans with the same cost settings: between the cost crossing (where the "
+        "planner switches) and the duration crossing (where the clock does) it picks the slower plan."
+    )
+    return (
+        f'<h3 id="sweep-{index}">{escape(group.name)}: {len(group.points)} points of {escape(group.param)}</h3>'
+        f"<ul>{''.join(f'<li>{f}</li>' for f in facts)}</ul>"
+        f"{sweep_chart(group, analysis, f'sweep{index}')}"
+        f'<p class="note">{escape(caveat)}</p>'
+        f"<h3>Plan-shape census: {escape(group.name)}</h3>"
+        f"{census_heatmap(group, f'census{index}')}"
+        f'<p class="note">executions per side and plan shape at each point; colour = share of '
+        f"the side's executions. {escape(CENSUS_NOTE)}</p>"
+    )
+
+
+def render_html(result: ComparisonResult, *, fail_on: Severity | None) -> str:
+    owned, _ = findings_by_query(result)
+    groups = sweep_groups(result)
+    sweeps = "".join(_sweep(g, i, result) for i, g in enumerate(groups))
+    queries = "".join(
+        query_block(q, owned.get(i, []), f"cdf{i}") for i, q in enumerate(result.queries)
+    )
+    settings = "; ".join(settings_text(result, "→"))
+    nav = '<a href="#summary">Summary</a>' + ('<a href="#sweeps">Sweeps</a>' if groups else "")
+    return (
+        "<!DOCTYPE html>\n"
+        '<html lang="en"><head><meta charset="utf-8">'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">'
+        f"<title>planshift: {escape(result.baseline)} vs {escape(result.candidate)}</title>"
+        f"<style>{CSS}</style><script>{JS}</script></head><body>"
+        f"<header><h1>planshift: {escape(result.baseline)} → {escape(result.candidate)}</h1>"
+        f'<div class="meta">{escape(title(result))}; run {", ".join(map(str, result.run_ids))}'
+        + (f"; settings that differ: {escape(settings)}" if settings else "")
+        + f'</div><nav>{nav}<a href="#queries">Queries</a></nav></header><main>'
+        f"{_summary(result, fail_on)}"
+        + (f'<section id="sweeps"><h2>Sweeps</h2>{sweeps}</section>' if groups else "")
+        + '<section id="queries"><h2>Queries</h2><div class="toolbar">'
+        '<button id="expand-all" type="button">expand all</button>'
+        '<button id="collapse-all" type="button">collapse all</button></div>'
+        f"{queries}</section></main>"
+        f"<footer>planshift {escape(__version__)}: a self-contained report (no network); "
+        "charts by matplotlib. Durations are server execution times.</footer>"
+        "</body></html>\n"
+    )

@@ -1,0 +1,182 @@
+"""`--format markdown`: a compact pull-request comment.
+
+A summary line with the gate's outcome, a table of the queries that regressed, improved or
+changed plan, and one collapsible `<details>` per query with its plan census, timings and
+findings. The first line is a hidden marker, so a CI job can find and update its own comment.
+"""
+
+from __future__ import annotations
+
+from detector.model import ComparisonResult, Finding, QueryComparison, Severity, Side, Verdict
+from detector.reports.common import (
+    failing_findings,
+    findings_by_query,
+    fmt_count,
+    fmt_ms,
+    impact_ms,
+    is_quiet,
+    settings_text,
+    slug,
+    verdict_summary,
+    version_text,
+)
+
+MARKER = "<!-- planshift-report -->"
+MAX_DETAILS = 40  # GitHub comments stop at 65536 characters
+VERDICT_ICON = {
+    Verdict.REGRESSED: ":red_circle:",
+    Verdict.IMPROVED: ":green_circle:",
+    Verdict.UNCHANGED: ":white_circle:",
+    Verdict.INCONCLUSIVE: ":grey_question:",
+}
+
+
+def cell(text: str) -> str:
+    """Table-cell safe: pipes escaped, one line."""
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def code(text: str) -> str:
+    return f"`{text.replace('`', '')}`"
+
+
+def _plan_cell(query: QueryComparison) -> str:
+    base, cand = query.baseline.dominant.signature, query.candidate.dominant.signature
+    if query.plan_changed:
+        return f"{code(base)} → {code(cand)}"
+    return f"same: {code(base)}"
+
+
+def _pair(base: float | None, cand: float | None) -> str:
+    return f"{fmt_ms(base)} → {fmt_ms(cand)}"
+
+
+def _headline(result: ComparisonResult, fail_on: Severity | None) -> list[str]:
+    failing = failing_findings(result, fail_on)
+    if failing:
+        icon, gate = ":x:", f"**failed**: {len(failing)} findings at or above `{fail_on}`"
+    elif fail_on is None:
+        icon, gate = ":information_source:", "not gated (`--fail-on never`)"
+    else:
+        icon, gate = ":white_check_mark:", f"**passed**: no finding at or above `{fail_on}`"
+    base_v, cand_v = result.versions
+    lines = [
+        MARKER,
+        f"### {icon} planshift: `{result.baseline}` → `{result.candidate}`",
+        "",
+        f"Gate {gate}. {verdict_summary(result)}; {len(result.findings)} findings.",
+        "",
+        f"PostgreSQL {version_text(base_v)} → {version_text(cand_v)}, "
+        f"run {', '.join(map(str, result.run_ids))}."
+        + (
+            " Settings that differ: " + ", ".join(code(s) for s in settings_text(result, "→")) + "."
+            if result.settings_diff
+            else ""
+        ),
+    ]
+    return lines
+
+
+def _table(queries: list[QueryComparison], worst: dict[str, Severity]) -> list[str]:
+    lines = [
+        "",
+        "| query | verdict | change | median ms | p90 ms | plan |",
+        "|---|---|---|---|---|---|",
+    ]
+    for query in queries:
+        base, cand = query.baseline.timing, query.candidate.timing
+        severity = worst.get(query.label)
+        verdict = f"{VERDICT_ICON[query.timing.verdict]} {query.timing.verdict.value}"
+        if severity is not None:
+            verdict += f" ({severity.value})"
+        lines.append(
+            "| "
+            + " | ".join(
+                [
+                    f"[{cell(query.label)}](#{_anchor(query)})",
+                    verdict,
+                    cell(query.timing.describe()),
+                    _pair(base.median_ms if base else None, cand.median_ms if cand else None),
+                    _pair(base.p90_ms if base else None, cand.p90_ms if cand else None),
+                    cell(_plan_cell(query)),
+                ]
+            )
+            + " |"
+        )
+    return lines
+
+
+def _anchor(query: QueryComparison) -> str:
+    return "planshift-" + slug(query.label).lower()
+
+
+def _census(side: Side) -> list[str]:
+    rows = []
+    for plan in side.plans:
+        buffers = fmt_count(plan.median_shared_blocks)
+        rows.append(
+            f"| {cell(side.label)} | {plan.samples}/{side.samples} | {fmt_ms(plan.median_ms)} | "
+            f"{plan.median_cost:,.1f} | {buffers} | {cell(code(plan.signature))} |"
+        )
+    return rows
+
+
+def _details(query: QueryComparison, findings: list[Finding]) -> list[str]:
+    base, cand = query.baseline.timing, query.candidate.timing
+    flags = [query.timing.verdict.value, query.timing.describe()]
+    if query.plan_changed:
+        flags.append("plan changed")
+    lines = [
+        "",
+        f'<details><summary><a name="{_anchor(query)}"></a><b>{query.label}</b>: '
+        f"{cell(', '.join(flags))}</summary>",
+        "",
+        "```sql",
+        query.sql.strip(),
+        "```",
+        "",
+        "| side | plan samples | median ms | cost | shared buffers | plan |",
+        "|---|---|---|---|---|---|",
+        *_census(query.baseline),
+        *_census(query.candidate),
+        "",
+    ]
+    if base and cand:
+        lines.append(
+            f"Timings (n = {base.n} / {cand.n}): median {_pair(base.median_ms, cand.median_ms)} ms, "
+            f"p90 {_pair(base.p90_ms, cand.p90_ms)} ms, p99 {_pair(base.p99_ms, cand.p99_ms)} ms, "
+            f"max {_pair(base.max_ms, cand.max_ms)} ms."
+        )
+    if findings:
+        lines.append("")
+        lines.extend(f"- **{f.severity.value}** {f.code} {f.name}: {f.message}" for f in findings)
+    lines += ["", "</details>"]
+    return lines
+
+
+def render_markdown(result: ComparisonResult, *, fail_on: Severity | None) -> str:
+    owned, orphans = findings_by_query(result)
+    worst: dict[str, Severity] = {}
+    for index, findings in owned.items():
+        top = max((f.severity for f in findings), key=lambda s: s.rank)
+        worst[result.queries[index].label] = top
+    notable = [q for q in result.queries if not is_quiet(q)]
+    rank = {label: severity.rank for label, severity in worst.items()}
+    notable.sort(key=lambda q: (-rank.get(q.label, -1), -impact_ms(q), q.label))
+    lines = _headline(result, fail_on)
+    if notable:
+        lines += _table(notable, worst)
+    quiet = len(result.queries) - len(notable)
+    if quiet:
+        lines += ["", f"{quiet} queries kept their plan and did not measurably change."]
+    index_of = {id(q): i for i, q in enumerate(result.queries)}
+    shown = notable[:MAX_DETAILS]
+    for query in shown:
+        lines += _details(query, owned.get(index_of[id(query)], []))
+    if len(notable) > len(shown):
+        lines += ["", f"({len(notable) - len(shown)} more queries: see the HTML or JSON report.)"]
+    if orphans:
+        lines += ["", "Other findings:", ""]
+        lines.extend(f"- **{f.severity.value}** {f.code} {f.name}: {f.message}" for f in orphans)
+    lines += ["", "<sub>planshift · impact = |median change| × executions</sub>", ""]
+    return "\n".join(lines)

@@ -1,0 +1,134 @@
+"""What a sweep shows: each side's plan, cost and duration per point, and where they cross.
+
+Seed 000: the planner switches plans where the estimated costs cross, the clock where the
+durations cross; between the two crossings the planner picks the slower plan. With two
+forced-plan variants (one plan per side) the crossings are exactly that. When the sides differ
+in cost settings, costs are in different units and only the duration crossing is a fact.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from detector.model import Side
+from detector.reports.common import SweepGroup
+
+COST_SETTINGS = (
+    "seq_page_cost",
+    "random_page_cost",
+    "cpu_tuple_cost",
+    "cpu_index_tuple_cost",
+    "cpu_operator_cost",
+    "effective_cache_size",
+    "parallel_setup_cost",
+    "parallel_tuple_cost",
+)
+
+
+@dataclass(frozen=True)
+class SideSeries:
+    label: str
+    shapes: tuple[str, ...]  # dominant plan signature per point
+    costs: tuple[float, ...]  # median estimated cost of the dominant plan
+    durations: tuple[float, ...]  # median duration of the side (ms); nan when unmeasured
+
+
+@dataclass(frozen=True)
+class Switch:
+    """A side's dominant plan changes between two neighbouring points."""
+
+    side: str
+    after: str
+    before: str
+    old: str
+    new: str
+
+
+@dataclass(frozen=True)
+class SweepAnalysis:
+    series: tuple[SideSeries, SideSeries]
+    shape_index: dict[str, int]
+    cost_crossings: tuple[float, ...]
+    duration_crossings: tuple[float, ...]
+    switches: tuple[Switch, ...]
+    log_x: bool
+
+    def all_costs(self) -> list[float]:
+        return [c for s in self.series for c in s.costs]
+
+    def all_durations(self) -> list[float]:
+        return [d for s in self.series for d in s.durations if not math.isnan(d)]
+
+
+def _series(sides: Sequence[Side]) -> SideSeries:
+    return SideSeries(
+        label=sides[0].label,
+        shapes=tuple(s.dominant.signature for s in sides),
+        costs=tuple(s.dominant.median_cost for s in sides),
+        durations=tuple(s.timing.median_ms if s.timing else math.nan for s in sides),
+    )
+
+
+def crossings(
+    xs: Sequence[float], a: Sequence[float], b: Sequence[float], log_x: bool
+) -> list[float]:
+    """x where a - b changes sign between neighbouring points (interpolated on log(a/b) when
+    both are positive, on log x when the axis is logarithmic)."""
+    out: list[float] = []
+    for i in range(len(xs) - 1):
+        d0, d1 = _gap(a[i], b[i]), _gap(a[i + 1], b[i + 1])
+        if d0 is None or d1 is None or d0 * d1 >= 0:  # touching is not crossing
+            continue
+        t = d0 / (d0 - d1)
+        x0, x1 = (math.log(xs[i]), math.log(xs[i + 1])) if log_x else (xs[i], xs[i + 1])
+        x = x0 + t * (x1 - x0)
+        out.append(math.exp(x) if log_x else x)
+    return out
+
+
+def _gap(a: float, b: float) -> float | None:
+    if math.isnan(a) or math.isnan(b):
+        return None
+    if a > 0 and b > 0:
+        return math.log(a / b)
+    return a - b
+
+
+def analyze(group: SweepGroup) -> SweepAnalysis:
+    xs = [p.value for p in group.points]
+    positive = all(x > 0 for x in xs)
+    log_x = group.numeric and positive and max(xs) / min(xs) > 30
+    base = _series([p.query.baseline for p in group.points])
+    cand = _series([p.query.candidate for p in group.points])
+    shape_index: dict[str, int] = {}
+    for series in (base, cand):
+        for shape in series.shapes:
+            shape_index.setdefault(shape, len(shape_index))
+    switches = []
+    for series in (base, cand):
+        for i in range(len(xs) - 1):
+            if series.shapes[i] != series.shapes[i + 1]:
+                switches.append(
+                    Switch(
+                        series.label,
+                        group.points[i].text,
+                        group.points[i + 1].text,
+                        series.shapes[i],
+                        series.shapes[i + 1],
+                    )
+                )
+    return SweepAnalysis(
+        series=(base, cand),
+        shape_index=shape_index,
+        cost_crossings=tuple(crossings(xs, base.costs, cand.costs, log_x)),
+        duration_crossings=tuple(crossings(xs, base.durations, cand.durations, log_x)),
+        switches=tuple(switches),
+        log_x=log_x,
+    )
+
+
+def cost_settings_differ(setting_names: Sequence[str]) -> list[str]:
+    """The differing settings that change the unit of cost (enable_* only change the choice)."""
+    return [name for name in setting_names if name in COST_SETTINGS]
