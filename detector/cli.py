@@ -220,7 +220,7 @@ def compare(
             run_id=run_id,
             output_format=output_format,
             outputs=output or [],
-            fail_on=fail_on,
+            fail_on=fail_on or settings.fail_on,
             options=options,
             verbose=verbose,
             console=out,
