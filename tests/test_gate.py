@@ -1,0 +1,133 @@
+"""CI-gate features end to end on a real store: config, suppressions, approved plans, A/A noise."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from collectors.embedded import EmbeddedCluster
+from detector.approvals import read_approvals
+from detector.config import load_config, parse_config
+from detector.errors import PlanshiftError
+from detector.gate import parse_rule_option
+from tests.conftest import FreshDb
+
+WORKLOAD = """
+[workload]
+name = "gate-test"
+repetitions = 8
+warmup = 1
+
+[setup]
+sql = '''
+DROP TABLE IF EXISTS t;
+CREATE TABLE t (id int PRIMARY KEY, v int NOT NULL, pad text NOT NULL);
+INSERT INTO t SELECT i, i % 100, repeat('x', 200) FROM generate_series(1, 50000) i;
+VACUUM ANALYZE t;
+'''
+
+[variants.indexed]
+enable_seqscan = "off"
+[variants.seqscan]
+enable_indexscan = "off"
+enable_bitmapscan = "off"
+enable_indexonlyscan = "off"
+
+[[queries]]
+name = "lookup"
+sql = "SELECT v FROM t WHERE id = %(id)s"
+params = { id = { range = [1, 50000] } }
+
+[[queries]]
+name = "count"
+sql = "SELECT count(*) FROM t WHERE v = %(v)s"
+params = { v = { range = [0, 99] } }
+"""
+
+
+def planshift(*args: str | Path, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "detector", *map(str, args)],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        timeout=300,
+    )
+
+
+@pytest.fixture
+def store(tmp_path: Path, pg15: EmbeddedCluster, fresh_db: FreshDb) -> Path:
+    (tmp_path / "w.toml").write_text(WORKLOAD)
+    ran = planshift("run", "w.toml", "--dsn", f"local={fresh_db(pg15)}", cwd=tmp_path)
+    assert ran.returncode == 0, ran.stderr
+    return tmp_path / "planshift.duckdb"
+
+
+def test_config_suppression_and_fail_on(tmp_path: Path, store: Path) -> None:
+    compare = ("compare", "-b", "indexed", "-c", "seqscan")
+    before = planshift(*compare, cwd=tmp_path)
+    assert before.returncode == 1 and "PS100 plan-shape-changed lookup" in before.stdout
+    (tmp_path / "planshift.toml").write_text(
+        'fail-on = "never"\n\n[[suppress]]\nquery = "lookup"\nreason = "known: test forces plans"\n'
+    )
+    after = planshift(*compare, cwd=tmp_path)
+    assert after.returncode == 0, after.stderr
+    assert "suppressed PS100 plan-shape-changed lookup: known: test forces plans" in after.stdout
+    assert "PS100 plan-shape-changed lookup:" not in after.stdout.replace("suppressed PS100", "")
+    # a flag wins over the file
+    assert planshift(*compare, "--fail-on", "info", cwd=tmp_path).returncode == 1
+
+
+def test_approve_then_gate_on_unapproved_plans(tmp_path: Path, store: Path) -> None:
+    made = planshift("approve", "-t", "indexed", cwd=tmp_path)
+    assert made.returncode == 0, made.stderr
+    lock = tmp_path / "planshift.lock"
+    approved = read_approvals(lock)
+    assert set(approved) == {"lookup", "count"}
+    gate = ("compare", "-b", "indexed", "-c", "seqscan", "--approved", lock, "--select", "PS600")
+    flagged = planshift(*gate, cwd=tmp_path)
+    assert flagged.returncode == 1
+    assert "PS600 unapproved-plan lookup: plan not approved: SeqScan(t)" in flagged.stdout
+    again = planshift("approve", "-t", "indexed", cwd=tmp_path)
+    assert again.returncode == 2 and "--update" in again.stderr
+    accepted = planshift("approve", "-t", "seqscan", "--update", cwd=tmp_path)
+    assert accepted.returncode == 0 and "removed" in accepted.stdout
+    assert planshift(*gate, cwd=tmp_path).returncode == 0
+    assert "SeqScan(t)" in lock.read_text()
+
+
+def test_noise_run_gives_floors_that_compare_uses(tmp_path: Path, store: Path, pg15: EmbeddedCluster) -> None:
+    workload = tmp_path / "w.toml"
+    ran = planshift("noise", workload, "--target", "pg15", "--repetitions", "6", cwd=tmp_path)
+    assert ran.returncode == 0, ran.stderr
+    assert "lookup" in ran.stdout and "%" in ran.stdout
+    runs = planshift("runs", cwd=tmp_path)
+    assert "noise:pg15" in runs.stdout and "aa1, aa2" in runs.stdout
+
+
+def test_config_errors_name_file_and_key(tmp_path: Path) -> None:
+    path = tmp_path / "planshift.toml"
+    with pytest.raises(PlanshiftError, match=r"planshift.toml: suppress\[0\].reason: every suppression needs a reason"):
+        parse_config(path, {"suppress": [{"query": "q"}]})
+    with pytest.raises(PlanshiftError, match="planshift.toml: fail-on: unknown value"):
+        parse_config(path, {"fail-on": "sometimes"})
+    with pytest.raises(PlanshiftError, match="planshift.toml: min-effct: unknown setting"):
+        parse_config(path, {"min-effct": 0.2})
+
+
+def test_pyproject_tool_section_is_found_from_a_subdirectory(tmp_path: Path) -> None:
+    (tmp_path / "pyproject.toml").write_text('[tool.planshift]\nmin-effect = 0.2\nignore = ["PS201"]\n')
+    (tmp_path / "sub").mkdir()
+    config = load_config(start=tmp_path / "sub")
+    assert config.min_effect == 0.2 and config.ignore == ("PS201",)
+    assert load_config(start=tmp_path.parent / "nonexistent-dir-xyz").source is None
+
+
+def test_rule_option_parsing() -> None:
+    assert parse_rule_option("PS101.near_tie=0.03") == ("PS101", "near_tie", 0.03)
+    assert parse_rule_option("PS200.min_delta_ms=1") == ("PS200", "min_delta_ms", 1)
+    with pytest.raises(PlanshiftError, match="expected RULE.OPTION=VALUE"):
+        parse_rule_option("near_tie=0.03")
