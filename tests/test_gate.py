@@ -112,9 +112,9 @@ def test_config_errors_name_file_and_key(tmp_path: Path) -> None:
     path = tmp_path / "planshift.toml"
     with pytest.raises(PlanshiftError, match=r"planshift.toml: suppress\[0\].reason: every suppression needs a reason"):
         parse_config(path, {"suppress": [{"query": "q"}]})
-    with pytest.raises(PlanshiftError, match="planshift.toml: fail-on: unknown value"):
+    with pytest.raises(PlanshiftError, match=r"planshift\.toml: fail-on: unknown value"):
         parse_config(path, {"fail-on": "sometimes"})
-    with pytest.raises(PlanshiftError, match="planshift.toml: min-effct: unknown setting"):
+    with pytest.raises(PlanshiftError, match=r"planshift\.toml: min-effct: unknown setting"):
         parse_config(path, {"min-effct": 0.2})
 
 
@@ -129,5 +129,5 @@ def test_pyproject_tool_section_is_found_from_a_subdirectory(tmp_path: Path) -> 
 def test_rule_option_parsing() -> None:
     assert parse_rule_option("PS101.near_tie=0.03") == ("PS101", "near_tie", 0.03)
     assert parse_rule_option("PS200.min_delta_ms=1") == ("PS200", "min_delta_ms", 1)
-    with pytest.raises(PlanshiftError, match="expected RULE.OPTION=VALUE"):
+    with pytest.raises(PlanshiftError, match=r"expected RULE\.OPTION=VALUE"):
         parse_rule_option("near_tie=0.03")
