@@ -77,5 +77,6 @@ document.addEventListener('DOMContentLoaded', function () {
       if (target && target.tagName === 'DETAILS') { target.open = true; }
     });
   });
+  document.body.setAttribute('data-ready', 'yes');
 });
 """
