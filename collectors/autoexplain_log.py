@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 from collectors.log_formats import (
     FORMATS,
@@ -31,11 +31,13 @@ from collectors.log_formats import (
 from collectors.log_plans import EntryError, LoggedPlan, QueryKeys, read_entry
 from collectors.log_prefix import PrefixParser, TimeParser
 from collectors.log_records import CsvReader, JsonlogReader
+from collectors.log_rows import FAST_PATH, ShapeCache, ShapeError, observation_row
 from detector.errors import PlanshiftError
 from detector.model import Observation
 from detector.store import Store
 from detector.store_ingest import LedgerUpdate, LogEntryInfo, LogFileRecord
 from detector.store_records import utc_now
+from detector.store_rows import NewPlan, observation_rows
 
 HEAD_BYTES = 64 << 10
 KEEP_PROBLEMS = 20  # per file, in the report (the store keeps them all)
@@ -91,6 +93,12 @@ class LogIngest:
         self.prefix = PrefixParser(options.log_line_prefix)
         self.keys = QueryKeys()
         self.known_queries: set[str] = set(store.queries())
+        self.shapes = ShapeCache({})
+        self.last_time: datetime | None = None
+        runs = [t.run_id for t in store.targets() if t.target_id == target_id]
+        if not runs:
+            raise PlanshiftError(f"no target with id {target_id} in the store")
+        self.run_id = runs[0]
 
     def ingest(self, path: Path, progress: Progress | None = None) -> FileReport:
         stream, compressed = open_log(path)
@@ -150,24 +158,29 @@ class LogIngest:
     def _store_batch(
         self, file_id: int, path: Path, head: bytes, batch: Batch, report: FileReport
     ) -> None:
-        observations: list[Observation] = []
+        rows: list[tuple[Any, ...]] = []
+        shapes: dict[str, NewPlan] = {}
         infos: list[LogEntryInfo] = []
         queries: dict[str, tuple[str, str, int | None]] = {}
         problems = list(batch.problems)
-        last_time: datetime | None = None
         for entry in batch.entries:
             try:
                 logged = read_entry(entry)
-            except EntryError as exc:
-                problems.append(Problem(entry.line, exc.kind, str(exc)))
+                identity = self.keys.identify(logged.query_text, logged.queryid)
+                when = entry.time or self.last_time or utc_now()
+                params = logged.params or json.dumps(list(identity.literals))
+                row, shape = self._row(logged, identity.key, params, when)
+            except (EntryError, ShapeError) as exc:
+                kind = exc.kind if isinstance(exc, EntryError) else "bad-plan"
+                problems.append(Problem(entry.line, kind, str(exc)))
                 continue
-            identity = self.keys.identify(logged.query_text, logged.queryid)
+            self.last_time = when
             if identity.key not in self.known_queries:
                 self.known_queries.add(identity.key)
                 queries[identity.key] = (query_name(identity.sql), identity.sql, logged.queryid)
-            when = entry.time or last_time or utc_now()
-            last_time = when
-            observations.append(self._observation(logged, identity.key, identity.literals, when))
+            if shape is not None:
+                shapes.setdefault(shape.fingerprint, shape)
+            rows.append(row)
             infos.append(
                 LogEntryInfo(
                     entry.line,
@@ -177,7 +190,7 @@ class LogIngest:
                     entry.user,
                     logged.queryid,
                     logged.plan_format,
-                    logged.plan.analyzed,
+                    logged.analyzed,
                 )
             )
         checkpoint = batch.checkpoint
@@ -190,29 +203,52 @@ class LogIngest:
             high_offset=checkpoint.high_offset,
             pending_starts=checkpoint.pending_starts,
             entries=batch.messages,
-            plans=len(observations),
+            plans=len(rows),
             problems=len(problems),
         )
-        rows = [(p.line, p.kind, p.message) for p in problems]
-        self.store.add_log_batch(file_id, observations, infos, queries, rows, ledger)
+        found = [(p.line, p.kind, p.message) for p in problems]
+        self.store.add_log_batch(
+            file_id, rows, list(shapes.values()), infos, queries, found, ledger
+        )
         report.messages += batch.messages
-        report.plans += len(observations)
+        report.plans += len(rows)
         report.add_problems(problems)
         report.incomplete.extend(batch.incomplete)
 
-    def _observation(
-        self, logged: LoggedPlan, key: str, literals: tuple[str, ...], when: datetime
-    ) -> Observation:
-        return Observation(
+    def _row(
+        self, logged: LoggedPlan, key: str, params: str, when: datetime
+    ) -> tuple[tuple[Any, ...], NewPlan | None]:
+        """The observations row, and the plan shape when this ingest sees it first."""
+        if FAST_PATH:
+            found, shape, heap = self.shapes.lookup(logged.document, logged.plan_json, when)
+            row = observation_row(
+                logged.document,
+                run_id=self.run_id,
+                target_id=self.target_id,
+                query_key=key,
+                params=params,
+                fingerprint_=found,
+                heap=heap,
+                duration_ms=logged.duration_ms,
+                collected_at=when,
+            )
+            return row, shape
+        try:  # the store's columns changed: go through the model (slower, always right)
+            plan = logged.plan()
+        except PlanshiftError as exc:
+            raise ShapeError(str(exc)) from None
+        observation = Observation(
             target_id=self.target_id,
             query_key=key,
-            params=logged.params or json.dumps(list(literals)),
-            plan=logged.plan,
-            plan_json=logged.plan_json,
-            duration_ms=logged.duration_ms,
-            planning_ms=logged.plan.planning_ms,
+            params=params,
+            plan=plan,
+            plan_json=logged.plan_json(),
+            duration_ms=plan.execution_ms if plan.execution_ms is not None else logged.duration_ms,
+            planning_ms=plan.planning_ms,
             client_ms=None,
             sample_index=0,
             collected_at=when,
             source="log",
         )
+        rows, shapes = observation_rows([observation], {self.target_id: self.run_id})
+        return rows[0], next(iter(shapes.values()))

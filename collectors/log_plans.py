@@ -44,13 +44,29 @@ class EntryError(Exception):
 
 @dataclass(frozen=True)
 class LoggedPlan:
-    duration_ms: float | None
+    duration_ms: float | None  # the log line's duration
     query_text: str
-    params: str  # JSON object {"$1": "5"}, or a list of inline literals
-    plan: Plan
-    plan_json: str
+    params: str  # JSON object {"$1": "5"}; "" when the entry has none
+    document: dict[str, Any]  # auto_explain JSON (text plans converted), parse_plan accepts it
+    raw: bytes | str  # the entry's plan as logged (JSON plans), for plan_json
     queryid: int | None
     plan_format: str  # json | text
+
+    @property
+    def analyzed(self) -> bool:
+        return isinstance(self.document["Plan"].get("Actual Rows"), (int, float))
+
+    def plan_json(self) -> str:
+        """The plan as JSON text (stderr's tab indentation removed), for the plans table."""
+        if self.plan_format == "text":
+            return json.dumps(self.document)
+        text = self.raw.decode("utf-8", "replace") if isinstance(self.raw, bytes) else self.raw
+        if "\n\t" in text:
+            text = text.replace("\n\t", "\n").lstrip("\t")
+        return text.strip()
+
+    def plan(self) -> Plan:
+        return parse_plan(self.document)
 
 
 @dataclass(frozen=True)
@@ -77,7 +93,9 @@ def normalize(sql: str) -> tuple[str, tuple[str, ...]]:
     constants = [t for t in tokens if t.name in _CONSTANTS]
     if not constants:
         return sql, ()
-    base = max((int(raw[t.start + 1 : t.end + 1] or 0) for t in tokens if t.name == "PARAM"), default=0)
+    base = max(
+        (int(raw[t.start + 1 : t.end + 1] or 0) for t in tokens if t.name == "PARAM"), default=0
+    )
     pieces: list[bytes] = []
     literals: list[str] = []
     position = 0
@@ -141,22 +159,16 @@ def _json_entry(body: bytes | str, duration: float | None, queryid: int | None) 
         raise EntryError("bad-json", f"plan JSON: {exc}") from None
     if not isinstance(document, dict) or not isinstance(document.get("Plan"), dict):
         raise EntryError("bad-plan", "JSON plan without a Plan object")
-    try:
-        plan = parse_plan(document)
-    except (PlanshiftError, TypeError, ValueError, AttributeError) as exc:
-        raise EntryError("bad-plan", f"plan: {exc}") from None
-    text = body.decode("utf-8", "replace") if isinstance(body, bytes) else body
-    if "\n\t" in text:
-        text = text.replace("\n\t", "\n").lstrip("\t")
     query = document.get("Query Text")
     params = document.get("Query Parameters")
+    identifier = document.get("Query Identifier")
     return LoggedPlan(
-        duration_ms=duration if plan.execution_ms is None else plan.execution_ms,
+        duration_ms=duration,
         query_text=query if isinstance(query, str) else "",
         params=json.dumps(parse_parameters(params)) if isinstance(params, str) else "",
-        plan=plan,
-        plan_json=text.strip(),
-        queryid=plan.query_id if plan.query_id is not None else queryid,
+        document=document,
+        raw=body,
+        queryid=identifier if isinstance(identifier, int) else queryid,
         plan_format="json",
     )
 
@@ -204,8 +216,8 @@ def _text_entry(text: str, duration: float | None, queryid: int | None) -> Logge
         duration_ms=duration,
         query_text=query,
         params=json.dumps(parse_parameters(params)) if params else "",
-        plan=parse_plan(document),
-        plan_json=json.dumps(document),
+        document=document,
+        raw="",
         queryid=queryid,
         plan_format="text",
     )
