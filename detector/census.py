@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from detector.model import QueryComparison
+from detector.pairing import point_order
 from detector.store import Store, TargetRecord
 
 
@@ -67,17 +68,6 @@ def _letter(index: int) -> str:
         index, rest = divmod(index - 1, 26)
         letters = chr(ord("A") + rest) + letters
     return letters
-
-
-def point_order(point: str | None) -> tuple[int, float, str]:
-    """Sweep points in numeric order when they are `param=number`, else by text."""
-    if point is None:
-        return (0, 0.0, "")
-    value = point.partition("=")[2]
-    try:
-        return (1, float(value), point)
-    except ValueError:
-        return (2, 0.0, point)
 
 
 def build_census(

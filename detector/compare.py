@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import statistics
-from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -15,15 +13,13 @@ from detector.errors import PlanshiftError
 from detector.model import (
     ComparisonResult,
     Finding,
-    Plan,
-    PlanVariant,
     QueryComparison,
-    Side,
     TimingComparison,
     Verdict,
 )
-from detector.store import ObservationRow, Store, TargetRecord
-from rules import run_rules
+from detector.pairing import pair_sides
+from detector.store import Store, TargetRecord
+from rules import RuleRunner
 
 
 @dataclass(frozen=True)
@@ -80,64 +76,36 @@ def compare_sides(
     options: CompareOptions | None = None,
 ) -> ComparisonResult:
     options = options or CompareOptions()
-    rows = store.observations([baseline.target_id, candidate.target_id])
-    grouped: dict[tuple[str, str | None], dict[int, list[ObservationRow]]] = defaultdict(
-        lambda: defaultdict(list)
+    pairs = pair_sides(store, baseline, candidate, query=options.query)
+    timed = [p for p in pairs if p.baseline.durations_ms or p.candidate.durations_ms]
+    verdicts = stats.compare_timings_batch(
+        [(p.baseline.durations_ms, p.candidate.durations_ms) for p in timed],
+        min_effect=options.min_effect,
+        alpha=options.alpha,
+        min_samples=options.min_samples,
+        noise_floor=[options.noise_floors.get(p.label) for p in timed],
     )
-    for row in rows:
-        grouped[(row.query_key, row.point)][row.target_id].append(row)
-    queries = store.queries()
-    comparisons: list[QueryComparison] = []
-    plan_cache: dict[str, tuple[str, Plan]] = {}
-    for (key, point), by_target in sorted(grouped.items(), key=lambda kv: _order(kv[0], queries)):
-        base_rows = by_target.get(baseline.target_id, [])
-        cand_rows = by_target.get(candidate.target_id, [])
-        record = queries.get(key)
-        name = record.name if record else key
-        if options.query and options.query != name:
-            continue
-        if not base_rows or not cand_rows:
-            continue
-        label = f"{name} [{point}]" if point else name
-        base_side = _side(store, baseline, base_rows, plan_cache)
-        cand_side = _side(store, candidate, cand_rows, plan_cache)
-        if not base_side.durations_ms and not cand_side.durations_ms:
-            timing = plan_only_timing(options.min_effect)
-        else:
-            timing = stats.compare_timings(
-                base_side.durations_ms,
-                cand_side.durations_ms,
-                min_effect=options.min_effect,
-                alpha=options.alpha,
-                min_samples=options.min_samples,
-                noise_floor=options.noise_floors.get(label),
-            )
-        comparisons.append(
-            QueryComparison(
-                query_key=key,
-                query_name=name,
-                sql=record.sql if record else "",
-                baseline=base_side,
-                candidate=cand_side,
-                timing=timing,
-                point=point,
-                approved=(
-                    None
-                    if options.approved is None
-                    else options.approved.get(approval_key(name, point), frozenset())
-                ),
-            )
+    timing_of = {id(p): v for p, v in zip(timed, verdicts, strict=True)}
+    plan_only = plan_only_timing(options.min_effect)
+    comparisons = [
+        QueryComparison(
+            query_key=pair.query_key,
+            query_name=pair.query_name,
+            sql=pair.sql,
+            baseline=pair.baseline,
+            candidate=pair.candidate,
+            timing=timing_of.get(id(pair), plan_only),
+            point=pair.point,
+            approved=(
+                None
+                if options.approved is None
+                else options.approved.get(approval_key(pair.query_name, pair.point), frozenset())
+            ),
         )
-    findings = []
-    for comparison in comparisons:
-        findings.extend(
-            run_rules(
-                comparison,
-                select=options.select,
-                ignore=options.ignore,
-                options=options.rule_options,
-            )
-        )
+        for pair in pairs
+    ]
+    check = RuleRunner(select=options.select, ignore=options.ignore, options=options.rule_options)
+    findings = [finding for comparison in comparisons for finding in check(comparison)]
     findings.sort(key=lambda f: f.sort_key())
     kept, suppressed = split_suppressed(findings, options.suppressions)
     return ComparisonResult(
@@ -193,61 +161,6 @@ def plan_only_timing(min_effect: float) -> TimingComparison:
         min_effect=min_effect,
         noise_floor=None,
         reason="plan-only: no timings (generic plan)",
-    )
-
-
-def _order(key: tuple[str, str | None], queries: Mapping[str, Any]) -> tuple[str, int, str]:
-    """Queries by name; sweep points numerically when they are `param=number`."""
-    query_key, point = key
-    record = queries.get(query_key)
-    name = record.name if record else query_key
-    if point is None:
-        return (name, 0, "")
-    value = point.partition("=")[2]
-    try:
-        return (name, int(float(value)), point)
-    except ValueError:
-        return (name, 0, point)
-
-
-def _side(
-    store: Store,
-    target: TargetRecord,
-    rows: Sequence[ObservationRow],
-    plan_cache: dict[str, tuple[str, Plan]],
-) -> Side:
-    by_fingerprint: dict[str, list[ObservationRow]] = defaultdict(list)
-    for row in rows:
-        by_fingerprint[row.fingerprint].append(row)
-    variants = []
-    for fp, fp_rows in by_fingerprint.items():
-        durations = [r.duration_ms for r in fp_rows if r.duration_ms is not None]
-        if fp not in plan_cache:
-            plan_cache[fp] = (store.plan_record(fp).signature, store.plan(fp))
-        signature, plan = plan_cache[fp]
-        variants.append(
-            PlanVariant(
-                fingerprint=fp,
-                signature=signature,
-                plan=plan,
-                samples=len(fp_rows),
-                median_ms=statistics.median(durations) if durations else None,
-                median_cost=statistics.median(r.total_cost for r in fp_rows),
-                median_shared_blocks=statistics.median(
-                    (r.shared_hit or 0) + (r.shared_read or 0) for r in fp_rows
-                ),
-            )
-        )
-    variants.sort(key=lambda v: (-v.samples, v.fingerprint))
-    side_durations = tuple(r.duration_ms for r in rows if r.duration_ms is not None)
-    return Side(
-        label=target.name,
-        server_version_num=target.server_version_num,
-        settings=dict(target.gucs),
-        plans=tuple(variants),
-        durations_ms=side_durations,
-        timing=stats.timing_stats(side_durations) if side_durations else None,
-        planning_ms=tuple(r.planning_ms for r in rows if r.planning_ms is not None),
     )
 
 

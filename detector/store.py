@@ -20,6 +20,7 @@ import duckdb
 
 from detector.errors import PlanshiftError
 from detector.model import Observation
+from detector.store_groups import PlanGroup, SideSummary, StoreGroupsMixin
 from detector.store_ingest import StoreIngestMixin
 from detector.store_migrations import SCHEMA_VERSION_DDL, Migration, load_migrations, pending
 from detector.store_reads import StoreReadsMixin
@@ -51,8 +52,10 @@ __all__ = [
     "ObservationRow",
     "PgssEntry",
     "PgssSnapshotRow",
+    "PlanGroup",
     "PlanRecord",
     "QueryRecord",
+    "SideSummary",
     "RunRecord",
     "Store",
     "TargetRecord",
@@ -61,7 +64,7 @@ __all__ = [
 DEFAULT_STORE_PATH = Path("planshift.duckdb")
 
 
-class Store(StoreReadsMixin, StoreResultsMixin, StoreIngestMixin):
+class Store(StoreReadsMixin, StoreGroupsMixin, StoreResultsMixin, StoreIngestMixin):
     """A planshift store file. `Store(path)` creates it (and its parents) and migrates it."""
 
     def __init__(

@@ -214,15 +214,33 @@ def run_rules(
 
     `options` maps a rule code or name to option overrides, e.g. `{"PS100": {"near_tie": 0.05}}`.
     """
-    resolved: dict[str, dict[str, Any]] = {}
-    for key, values in (options or {}).items():
-        configured = get_rule(key)
-        resolved[configured.code] = configured.resolve_options(values)
-    findings: list[Finding] = []
-    for selected in select_rules(select, ignore):
-        chosen = resolved.get(selected.code) or selected.resolve_options()
-        for found in selected.check(comparison, chosen):
-            if found.code != selected.code:
-                raise RuntimeError(f"rule {selected.code} emitted a finding coded {found.code}")
-            findings.append(found)
-    return sorted(findings, key=Finding.sort_key)
+    return RuleRunner(select=select, ignore=ignore, options=options)(comparison)
+
+
+class RuleRunner:
+    """The selected rules with their resolved options, prepared once for many queries."""
+
+    def __init__(
+        self,
+        *,
+        select: Iterable[str] | None = None,
+        ignore: Iterable[str] = (),
+        options: Mapping[str, Mapping[str, Any]] | None = None,
+    ) -> None:
+        resolved: dict[str, dict[str, Any]] = {}
+        for key, values in (options or {}).items():
+            configured = get_rule(key)
+            resolved[configured.code] = configured.resolve_options(values)
+        self.rules = [
+            (selected, resolved.get(selected.code) or selected.resolve_options())
+            for selected in select_rules(select, ignore)
+        ]
+
+    def __call__(self, comparison: QueryComparison) -> list[Finding]:
+        findings: list[Finding] = []
+        for selected, chosen in self.rules:
+            for found in selected.check(comparison, chosen):
+                if found.code != selected.code:
+                    raise RuntimeError(f"rule {selected.code} emitted a finding coded {found.code}")
+                findings.append(found)
+        return sorted(findings, key=Finding.sort_key)

@@ -1,0 +1,124 @@
+"""Pair the two sides of a comparison query by query (and sweep point), from grouped store reads."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from detector.model import Plan, PlanVariant, Side, TimingStats
+from detector.store import PlanGroup, QueryRecord, SideSummary, Store, TargetRecord
+
+
+@dataclass(frozen=True)
+class SidePair:
+    query_key: str
+    query_name: str
+    sql: str
+    point: str | None
+    baseline: Side
+    candidate: Side
+
+    @property
+    def label(self) -> str:
+        return f"{self.query_name} [{self.point}]" if self.point else self.query_name
+
+
+def point_order(point: str | None) -> tuple[int, float, str]:
+    """Sweep points in numeric order when they are `param=number`, else by text."""
+    if point is None:
+        return (0, 0.0, "")
+    value = point.partition("=")[2]
+    try:
+        return (1, float(value), point)
+    except ValueError:
+        return (2, 0.0, point)
+
+
+class _Plans:
+    """Signature and parsed representative plan per fingerprint, read once per comparison."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        self.cache: dict[str, tuple[str, Plan]] = {}
+
+    def get(self, fingerprint: str) -> tuple[str, Plan]:
+        if fingerprint not in self.cache:
+            record = self.store.plan_record(fingerprint)
+            self.cache[fingerprint] = (record.signature, self.store.plan(fingerprint))
+        return self.cache[fingerprint]
+
+
+def _side(
+    target: TargetRecord, groups: list[PlanGroup], summary: SideSummary | None, plans: _Plans
+) -> Side:
+    variants = []
+    for group in groups:
+        signature, plan = plans.get(group.fingerprint)
+        variants.append(
+            PlanVariant(
+                fingerprint=group.fingerprint,
+                signature=signature,
+                plan=plan,
+                samples=group.samples,
+                median_ms=group.median_ms,
+                median_cost=group.median_cost,
+                median_shared_blocks=group.median_shared_blocks,
+            )
+        )
+    variants.sort(key=lambda v: (-v.samples, v.fingerprint))
+    timing = None
+    if summary is not None and summary.n:
+        timing = TimingStats(
+            summary.n,
+            summary.median_ms,
+            summary.p90_ms,
+            summary.p99_ms,
+            summary.min_ms,
+            summary.max_ms,
+        )
+    return Side(
+        label=target.name,
+        server_version_num=target.server_version_num,
+        settings=dict(target.gucs),
+        plans=tuple(variants),
+        durations_ms=tuple(d for g in groups for d in g.durations_ms),
+        timing=timing,
+        planning_ms=tuple(p for g in groups for p in g.planning_ms),
+    )
+
+
+def pair_sides(
+    store: Store, baseline: TargetRecord, candidate: TargetRecord, *, query: str | None = None
+) -> list[SidePair]:
+    """Queries (and points) measured on both sides, ordered by name and numeric point."""
+    ids = [baseline.target_id, candidate.target_id]
+    groups: dict[tuple[str, str | None], dict[int, list[PlanGroup]]] = defaultdict(
+        lambda: defaultdict(list)
+    )
+    for group in store.plan_groups(ids):
+        groups[(group.query_key, group.point)][group.target_id].append(group)
+    summaries = {(s.query_key, s.point, s.target_id): s for s in store.side_summaries(ids)}
+    queries: Mapping[str, QueryRecord] = store.queries()
+    plans = _Plans(store)
+    pairs = []
+    for (key, point), by_target in groups.items():
+        record = queries.get(key)
+        name = record.name if record else key
+        if query and query != name:
+            continue
+        base, cand = by_target.get(baseline.target_id), by_target.get(candidate.target_id)
+        if not base or not cand:
+            continue
+        pairs.append(
+            SidePair(
+                query_key=key,
+                query_name=name,
+                sql=record.sql if record else "",
+                point=point,
+                baseline=_side(baseline, base, summaries.get((key, point, baseline.target_id)), plans),
+                candidate=_side(candidate, cand, summaries.get((key, point, candidate.target_id)), plans),
+            )
+        )
+    pairs.sort(key=lambda p: (p.query_name, point_order(p.point)))
+    return pairs
