@@ -178,3 +178,8 @@ def test_cli_unknown_extension_is_a_usage_error(tmp_path: Path) -> None:
     )
     assert result.returncode == 2
     assert "error: --output r.pdf" in result.stderr and "hint:" in result.stderr
+
+
+def test_github_escaping() -> None:
+    assert escape_data("50% slower\nnext") == "50%25 slower%0Anext"
+    assert escape_property("PS200 a: b, c") == "PS200 a%3A b%2C c"

@@ -168,7 +168,8 @@ def render_markdown(result: ComparisonResult, *, fail_on: Severity | None) -> st
         lines += _table(notable, worst)
     quiet = len(result.queries) - len(notable)
     if quiet:
-        lines += ["", f"{quiet} queries kept their plan and did not measurably change."]
+        kept = "query kept its plan" if quiet == 1 else "queries kept their plan"
+        lines += ["", f"{quiet} {kept} and did not measurably change."]
     index_of = {id(q): i for i, q in enumerate(result.queries)}
     shown = notable[:MAX_DETAILS]
     for query in shown:
