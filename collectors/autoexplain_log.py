@@ -9,6 +9,7 @@ ledger. Re-ingesting an unchanged file stores nothing.
 
 from __future__ import annotations
 
+import gc
 import hashlib
 import json
 import re
@@ -101,6 +102,15 @@ class LogIngest:
         self.run_id = runs[0]
 
     def ingest(self, path: Path, progress: Progress | None = None) -> FileReport:
+        """Read one file from where its ledger row says, storing batch by batch."""
+        thresholds = gc.get_threshold()
+        gc.set_threshold(50_000, 20, 50)  # batches allocate many short-lived dicts
+        try:
+            return self._ingest(path, progress)
+        finally:
+            gc.set_threshold(*thresholds)
+
+    def _ingest(self, path: Path, progress: Progress | None) -> FileReport:
         stream, compressed = open_log(path)
         with stream:
             head = stream.read(HEAD_BYTES)

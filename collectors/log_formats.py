@@ -33,7 +33,9 @@ FORMATS = ("stderr", "csvlog", "jsonlog")
 _SECONDARY = frozenset({"DETAIL", "HINT", "STATEMENT", "CONTEXT", "QUERY", "LOCATION"})
 _STDERR_BOUNDARY = re.compile(rb"\n(?!\t)")
 _CSV_BOUNDARY = re.compile(rb"\n(?=\d{4}-\d\d-\d\d \d\d:\d\d:\d\d)")
-_CSV_RECORD_START = re.compile(rb"\d{4}-\d\d-\d\d [\d:.]+(?: [^,]*)?,(?:\"[^\"\n]*\")?,(?:\"[^\"\n]*\")?,\d+,")
+_CSV_RECORD_START = re.compile(
+    rb"\d{4}-\d\d-\d\d [\d:.]+(?: [^,]*)?,(?:\"[^\"\n]*\")?,(?:\"[^\"\n]*\")?,\d+,"
+)
 
 
 @dataclass(slots=True)
@@ -248,19 +250,25 @@ class StderrReader(LogReader):
         text = first.decode("utf-8", "replace")
         header = self.prefix.parse(text)
         if header is None:
-            if segment.startswith(b"\t") and self.open:
+            if not segment.startswith(b"\t"):
+                if first.strip():
+                    self.problems.append(Problem(line, "garbage", _sample(first)))
+                segment, line = rest, line + 1
+            if segment and self.open:
                 self._continue(segment)
-            elif segment.startswith(b"\t"):
-                self.problems.append(Problem(line, "truncated", "continuation lines without header"))
-            elif segment.strip():
-                self.problems.append(Problem(line, "garbage", _sample(first)))
+            elif segment:
+                self.problems.append(
+                    Problem(line, "truncated", "continuation lines without header")
+                )
             return
         if header.level in _SECONDARY:
+            if self.open and rest.startswith((b"\t ", b"\t}")):  # JSON lines, not its own
+                self._continue(rest)
             return
         self.messages += 1
         head = text[header.end :]
         if not is_plan_head(head):
-            if rest and self.open:
+            if self.open and rest.startswith((b"\t ", b"\t}")):
                 self._continue(rest)
             return
         pid = _int(header.pid)
@@ -277,20 +285,33 @@ class StderrReader(LogReader):
         entry = RawEntry(
             offset, line, pid, when, header.user, header.database, _int(header.queryid), head, rest
         )
-        if rest.startswith(b"\t{") and not _closed(rest):
+        if not rest.startswith(b"\t{"):
+            self.emit(entry)
+            return
+        body, extra = _split_json(rest)
+        if body is None:
             self.open[pid] = (entry, [rest], self.segments)
             self._expire()
             return
+        entry.body = body
         self.emit(entry)
+        if extra and self.open:  # another backend's plan went on after this one
+            self._continue(extra)
 
     def _continue(self, lines: bytes) -> None:
+        """Lines that belong to the most recently started unfinished JSON plan."""
         pid = next(reversed(self.open))
         entry, parts, _ = self.open[pid]
-        parts.append(lines)
-        if _closed(lines):
-            del self.open[pid]
-            entry.body = b"".join(parts)
-            self.emit(entry)
+        body, extra = _split_json(lines)
+        if body is None:
+            parts.append(lines)
+            return
+        del self.open[pid]
+        parts.append(body)
+        entry.body = b"".join(parts)
+        self.emit(entry)
+        if extra and self.open:
+            self._continue(extra)
 
     def _expire(self) -> None:
         for pid, (entry, _, since) in list(self.open.items()):
@@ -299,8 +320,18 @@ class StderrReader(LogReader):
                 self.problems.append(Problem(entry.line, "truncated", "plan never completed"))
 
 
-def _closed(body: bytes) -> bool:
-    return body.rstrip(b"\r\n").endswith(b"\n\t}") or body.strip() == b"}"
+def _split_json(lines: bytes) -> tuple[bytes | None, bytes]:
+    """Cut tab-indented lines after the closing `}` of a top-level JSON object (auto_explain
+    writes it alone on its line): (through the close, what follows); (None, b"") if open."""
+    end = lines.find(b"\n\t}\n")
+    if end >= 0:
+        return lines[: end + 4], lines[end + 4 :]
+    if lines.startswith(b"\t}\n"):
+        return lines[:3], lines[3:]
+    stripped = lines.rstrip(b"\r\n")
+    if stripped.endswith(b"\n\t}") or stripped == b"\t}":
+        return lines, b""
+    return None, b""
 
 
 def _sample(raw: bytes) -> str:

@@ -194,7 +194,9 @@ def _text_entry(text: str, duration: float | None, queryid: int | None) -> Logge
             elif collecting:
                 query_lines.append(line)
             continue
-        key = next((k for k in _TEXT_KEYS if line.startswith(k)), None)
+        key = (
+            next((k for k in _TEXT_KEYS if line.startswith(k)), None) if line[:1] in "QS" else None
+        )
         if key is not None:
             fields[key] = line[len(key) :]
         elif line and not line.startswith(("JIT:", "Planning", "Execution", "Trigger")):

@@ -183,7 +183,9 @@ def parse_text_plan(lines: list[str]) -> dict[str, Any]:
         siblings = parent.setdefault("Plans", [])
         if label is not None and label[0] < column:
             name = label[1]
-            node["Parent Relationship"] = "InitPlan" if name.startswith(("Init", "CTE")) else "SubPlan"
+            node["Parent Relationship"] = (
+                "InitPlan" if name.startswith(("Init", "CTE")) else "SubPlan"
+            )
             node["Subplan Name"] = name
             label = None
         else:

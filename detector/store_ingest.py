@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import astuple, dataclass
+from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -69,8 +69,7 @@ class LedgerUpdate:
     problems: int
 
 
-@dataclass(frozen=True)
-class LogEntryInfo:
+class LogEntryInfo(NamedTuple):
     """Where a log observation came from (one per observation of the batch, same order)."""
 
     line: int
@@ -164,7 +163,7 @@ class StoreIngestMixin(StoreBase):
                 self._insert_columns(
                     "log_entries",
                     _ENTRY_COLUMNS,
-                    [(oid, file_id, *astuple(e)) for oid, e in zip(ids, entries, strict=True)],
+                    [(oid, file_id, *e) for oid, e in zip(ids, entries, strict=True)],
                 )
             if problems:
                 now = utc_now()

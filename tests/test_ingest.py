@@ -21,7 +21,7 @@ from detector.errors import PlanshiftError
 from detector.store import Store
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "fixtures" / "logs"))
-from capture_logs import MODES, PREFIX, capture, expected_plans, mixed_workload  # noqa: E402
+from capture_logs import MODES, PREFIX, capture, expected_plans, mixed_workload
 
 pytestmark = pytest.mark.pg
 _LOGS: dict[int, Path] = {}

@@ -1,0 +1,196 @@
+"""Broken and hostile input: interleaved backends, corrupted logs (seeded fuzzing), huge plans,
+and an ingest killed with SIGKILL midway. Logs come from a real cluster (tests/test_ingest.py)."""
+
+from __future__ import annotations
+
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from collectors import log_formats
+from detector.store import Store
+from tests.test_ingest import ingest, live_logs, stored
+
+sys.path.insert(0, str(Path(__file__).resolve().parent / "fixtures" / "logs"))
+from capture_logs import PREFIX, plan_entries, replicate
+
+pytestmark = pytest.mark.pg
+__all__ = ["live_logs"]  # the session fixture, shared with test_ingest
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def consistent(store_path: Path) -> tuple[int, int]:
+    """The store's invariants after any ingest; returns (observations, problems)."""
+    with Store(store_path, read_only=True) as store:
+        con = store._con
+        (observations,) = con.execute("SELECT count(*) FROM observations").fetchone()
+        (entries,) = con.execute("SELECT count(*) FROM log_entries").fetchone()
+        (ledger_plans, ledger_problems) = con.execute(
+            "SELECT coalesce(sum(plans), 0), coalesce(sum(problems), 0) FROM log_files"
+        ).fetchone()
+        (problems,) = con.execute("SELECT count(*) FROM log_problems").fetchone()
+        (orphans,) = con.execute(
+            "SELECT count(*) FROM observations o WHERE NOT EXISTS "
+            "(SELECT 1 FROM plans p WHERE p.fingerprint = o.fingerprint) OR NOT EXISTS "
+            "(SELECT 1 FROM queries q WHERE q.query_key = o.query_key)"
+        ).fetchone()
+        (duplicates,) = con.execute(
+            "SELECT count(*) FROM (SELECT file_id, byte_offset FROM log_entries "
+            "GROUP BY ALL HAVING count(*) > 1)"
+        ).fetchone()
+    assert observations == entries == ledger_plans
+    assert problems == ledger_problems
+    assert orphans == 0 and duplicates == 0
+    return int(observations), int(problems)
+
+
+def json_entries(logs: Path) -> list[bytes]:
+    return [e for e in plan_entries(logs / "pg.log") if b"@json_on " in e.split(b"\n", 1)[0]]
+
+
+def with_pid(entry: bytes, pid: int) -> bytes:
+    head, _, rest = entry.partition(b"] ")
+    return head.rsplit(b"[", 1)[0] + b"[%d] " % pid + rest
+
+
+def test_interleaved_backends_are_reassembled(
+    live_logs: Callable[[int], Path], tmp_path: Path
+) -> None:
+    a, b, c = json_entries(live_logs(17))[:3]
+    b, c = with_pid(b, 4242), with_pid(c, 4343)
+    a_lines = a.splitlines(keepends=True)
+    cut = len(a_lines) // 2
+    stamp = a.split(b" [", 1)[0]
+    statement = stamp + b" [5151] app@json_on qid=0 LOG:  duration: 0.020 ms  statement: SELECT 1\n"
+    detail = stamp + b" [5252] app@json_on qid=0 DETAIL:  parameters: $1 = '1'\n"
+    woven = b"".join(
+        [
+            *a_lines[:cut],
+            statement,  # another backend's one-line message inside A's JSON
+            *a_lines[cut : cut + 3],
+            b,  # another backend's whole plan inside A's JSON
+            detail,
+            *a_lines[cut + 3 :],
+            c,
+        ]
+    )
+    (tmp_path / "woven.log").write_bytes(woven)
+    (tmp_path / "clean.log").write_bytes(a + b + c)
+    (report,) = ingest(tmp_path / "woven.duckdb", tmp_path / "woven.log")
+    assert report.plans == 3 and report.problem_count == 0, report.problems
+    ingest(tmp_path / "clean.duckdb", tmp_path / "clean.log")
+    assert stored(tmp_path / "woven.duckdb") == stored(tmp_path / "clean.duckdb")
+
+
+def corrupt(data: bytes, rng: random.Random, operations: int) -> bytes:
+    lines = data.splitlines(keepends=True)
+    for _ in range(operations):
+        at = rng.randrange(len(lines))
+        operation = rng.choice(
+            ["truncate", "delete", "garbage", "duplicate", "swap", "flip", "json", "nul"]
+        )
+        line = lines[at]
+        if operation == "truncate":
+            lines[at] = line[: rng.randrange(len(line) + 1)]
+        elif operation == "delete":
+            del lines[at]
+        elif operation == "garbage":
+            lines.insert(at, bytes(rng.randrange(256) for _ in range(rng.randrange(1, 300))))
+        elif operation == "duplicate":
+            lines.insert(at, line)
+        elif operation == "swap" and at + 1 < len(lines):
+            lines[at], lines[at + 1] = lines[at + 1], lines[at]
+        elif operation == "flip" and line:
+            position = rng.randrange(len(line))
+            lines[at] = line[:position] + bytes([rng.randrange(256)]) + line[position + 1 :]
+        elif operation == "json":
+            lines[at] = line.replace(b'"', b"", 1).replace(b":", b"", 1)
+        elif operation == "nul":
+            lines[at] = b"\x00" * rng.randrange(1, 50) + line
+    return b"".join(lines)
+
+
+@pytest.mark.parametrize("name", ["pg.log", "pg.csv", "pg.json"])
+@pytest.mark.parametrize("seed", range(6))
+def test_corrupted_logs_are_counted_never_fatal(
+    live_logs: Callable[[int], Path], tmp_path: Path, name: str, seed: int
+) -> None:
+    original = (live_logs(17) / name).read_bytes()
+    rng = random.Random(seed)
+    broken = corrupt(original, rng, operations=12)
+    if seed % 3 == 0:
+        broken = broken[: rng.randrange(len(broken) // 2, len(broken))]  # cut short
+    path = tmp_path / f"broken-{name}"
+    path.write_bytes(broken)
+    (clean,) = ingest(tmp_path / "clean.duckdb", live_logs(17) / name)
+    (report,) = ingest(tmp_path / "s.duckdb", path)
+    stored_plans, problems = consistent(tmp_path / "s.duckdb")
+    assert stored_plans == report.plans <= clean.plans + 12
+    assert problems == report.problem_count
+    total_lines = broken.count(b"\n") + 1
+    assert all(1 <= p.line <= total_lines for p in report.problems + report.incomplete)
+    if seed % 3 != 0:
+        assert report.plans >= clean.plans - 2 * 12  # one operation breaks at most two entries
+    (again,) = ingest(tmp_path / "s.duckdb", path)
+    assert again.plans == 0 and again.problem_count == 0
+    assert consistent(tmp_path / "s.duckdb") == (stored_plans, problems)
+
+
+def test_huge_plans_are_stored_and_oversized_entries_skipped(
+    live_logs: Callable[[int], Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    entry = json_entries(live_logs(17))[0]
+    head = entry.partition(b"\n")[0]
+    node = b'\t      {"Node Type": "Seq Scan", "Relation Name": "t", "Total Cost": 1.0},\n'
+    members = node * 20_000 + node.rstrip(b",\n") + b"\n"
+    huge = (
+        head + b'\n\t{\n\t  "Query Text": "SELECT 1",\n\t  "Plan": {"Node Type": "Append", '
+        b'"Total Cost": 5.0,\n\t    "Plans": [\n' + members + b"\t  ]}\n\t}\n"
+    )
+    (tmp_path / "huge.log").write_bytes(huge + entry)
+    (report,) = ingest(tmp_path / "s.duckdb", tmp_path / "huge.log")
+    assert report.plans == 2 and report.problem_count == 0
+    monkeypatch.setattr(log_formats, "MAX_ENTRY", 1 << 20)
+    monkeypatch.setattr(log_formats, "CHUNK", 1 << 18)
+    (skipped,) = ingest(tmp_path / "small.duckdb", tmp_path / "huge.log")
+    assert skipped.problem_count >= 1
+    assert {p.kind for p in skipped.problems} & {"too-large", "truncated"}
+    consistent(tmp_path / "small.duckdb")
+
+
+def test_an_ingest_killed_midway_leaves_a_consistent_store_and_resumes(
+    live_logs: Callable[[int], Path], tmp_path: Path
+) -> None:
+    log = tmp_path / "big.log"
+    written = replicate(plan_entries(live_logs(17) / "pg.log"), log, 60 << 20, seed=3)
+    store = tmp_path / "s.duckdb"
+    command = [sys.executable, "-m", "detector", "ingest", str(log), "--store", str(store)]
+    command += ["--log-line-prefix", PREFIX]
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.PIPE)
+    deadline = time.monotonic() + 60
+    wal = store.with_name(store.name + ".wal")
+    while time.monotonic() < deadline and not (wal.exists() and wal.stat().st_size > 1 << 20):
+        time.sleep(0.05)
+    time.sleep(0.3)
+    process.send_signal(signal.SIGKILL)
+    process.wait()
+    assert process.returncode == -signal.SIGKILL, "the ingest finished before it was killed"
+    partial, _ = consistent(store)
+    assert 0 < partial < written
+    with Store(store, read_only=True) as db:
+        assert [run.status for run in db.runs()] == ["running"]
+    finished = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True)
+    assert finished.returncode == 0, finished.stderr
+    assert "interrupted" in finished.stdout and "resumed at line" in finished.stdout
+    total, problems = consistent(store)
+    assert (total, problems) == (written, 0)
+    with Store(store, read_only=True) as db:
+        assert [run.status for run in db.runs()] == ["failed", "complete"]
