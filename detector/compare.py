@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import gc
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -76,6 +78,26 @@ def compare_sides(
     options: CompareOptions | None = None,
 ) -> ComparisonResult:
     options = options or CompareOptions()
+    with paused_gc():
+        return _compare(store, baseline, candidate, options)
+
+
+@contextmanager
+def paused_gc() -> Iterator[None]:
+    """Building ~10 objects per query for 100,000 queries triggers the cyclic collector over
+    and over (none of them form cycles): pausing it halves the time of a large comparison."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def _compare(
+    store: Store, baseline: TargetRecord, candidate: TargetRecord, options: CompareOptions
+) -> ComparisonResult:
     pairs = pair_sides(store, baseline, candidate, query=options.query)
     timed = [p for p in pairs if p.baseline.durations_ms or p.candidate.durations_ms]
     verdicts = stats.compare_timings_batch(

@@ -66,7 +66,8 @@ def _side(
                 median_shared_blocks=group.median_shared_blocks,
             )
         )
-    variants.sort(key=lambda v: (-v.samples, v.fingerprint))
+    if len(variants) > 1:
+        variants.sort(key=lambda v: (-v.samples, v.fingerprint))
     timing = None
     if summary is not None and summary.n:
         timing = TimingStats(
@@ -77,14 +78,15 @@ def _side(
             summary.min_ms,
             summary.max_ms,
         )
+    single = groups[0] if len(groups) == 1 else None
     return Side(
         label=target.name,
         server_version_num=target.server_version_num,
-        settings=dict(target.gucs),
+        settings=target.gucs,
         plans=tuple(variants),
-        durations_ms=tuple(d for g in groups for d in g.durations_ms),
+        durations_ms=single.durations_ms if single else tuple(d for g in groups for d in g.durations_ms),
         timing=timing,
-        planning_ms=tuple(p for g in groups for p in g.planning_ms),
+        planning_ms=single.planning_ms if single else tuple(p for g in groups for p in g.planning_ms),
     )
 
 
