@@ -432,3 +432,46 @@ def ingest(
     plans = sum(report.plans for report in reports)
     problems = sum(report.problem_count for report in reports)
     out.print(f"{plans} plans from {len(reports)} files stored in {store}; {problems} problems")
+
+
+@app.command()
+def snapshot(
+    target: Annotated[str, typer.Option("--target", "-t", help="DSN of the server to read.")],
+    store: StoreOption = DEFAULT_STORE,
+    name: Annotated[
+        str | None, typer.Option(help="Name of the server in the store (default: host/dbname).")
+    ] = None,
+) -> None:
+    """Store one snapshot of pg_stat_statements (run it periodically, e.g. from cron)."""
+    from detector.ingest import take_snapshot
+
+    with user_errors():
+        take_snapshot(store_path=store, dsn=target, name=name, console=out)
+
+
+@app.command()
+def timeline(
+    store: StoreOption = DEFAULT_STORE,
+    query: Annotated[
+        str | None, typer.Option("--query", "-q", help="Query key (or its prefix) or name.")
+    ] = None,
+    since: Annotated[
+        str | None, typer.Option(help="From this time (2026-11-22T14:00, or 14:00 UTC).")
+    ] = None,
+    until: Annotated[str | None, typer.Option(help="Until this time (excluded).")] = None,
+    source: Annotated[str | None, typer.Option(help="Only this log source.")] = None,
+    limit: Annotated[int, typer.Option(help="Show at most this many queries.")] = 20,
+) -> None:
+    """Plan fingerprints of each logged query over time: flips marked, pgss deltas around them."""
+    from detector.ingest import show_timeline
+
+    with user_errors():
+        show_timeline(
+            store_path=store,
+            query=query,
+            since=since,
+            until=until,
+            source=source,
+            limit=limit,
+            console=out,
+        )

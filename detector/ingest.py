@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import socket
 from collections.abc import Sequence
+from datetime import datetime
 from pathlib import Path
 
 from rich.console import Console
@@ -12,6 +13,13 @@ from collectors.autoexplain_log import FileReport, IngestOptions, LogIngest
 from detector import __version__
 from detector.errors import PlanshiftError
 from detector.store import Store
+from detector.timeline import (
+    PgssDelta,
+    QueryTimeline,
+    build_timeline,
+    parse_time,
+    store_pgss_deltas,
+)
 
 INGEST_LABEL = "ingest"
 
@@ -94,3 +102,159 @@ def print_report(report: FileReport, console: Console) -> None:
             markup=False,
             highlight=False,
         )
+
+
+def take_snapshot(*, store_path: Path, dsn: str, name: str | None, console: Console) -> int:
+    """Read pg_stat_statements once and store it as a snapshot of the server `name`."""
+    from collectors.pgss import connect, read_pgss
+
+    with connect(dsn) as conn:
+        read = read_pgss(conn)
+    source = name or _server_name(read.redacted_dsn)
+    with Store(store_path) as store:
+        run_id = store.begin_run(
+            f"snapshot {source}",
+            workload_hash=None,
+            tool_version=__version__,
+            host=socket.gethostname(),
+        )
+        target_id = store.add_target(
+            run_id,
+            source,
+            source="dsn",
+            server_version_num=read.server_version_num,
+            gucs={},
+            info={"dsn": read.redacted_dsn, "server": source},
+        )
+        with store.transaction():
+            snapshot_id = store.add_pgss_snapshot(target_id, read.entries, taken_at=read.taken_at)
+            store.add_pgss_info(snapshot_id, read.dealloc, read.stats_reset)
+        store.finish_run(run_id)
+    console.print(
+        f"snapshot {snapshot_id} of {source}: {len(read.entries)} statements "
+        f"(dealloc {read.dealloc}, stats reset {read.stats_reset})",
+        markup=False,
+        highlight=False,
+    )
+    return snapshot_id
+
+
+def _server_name(redacted: str) -> str:
+    from psycopg.conninfo import conninfo_to_dict
+
+    try:
+        parts = conninfo_to_dict(redacted)
+    except Exception:  # an unusual DSN: name it generically
+        return "server"
+    host = str(parts.get("host") or "local").split(",")[0]
+    host = "local" if host.startswith("/") else host
+    return f"{host}/{parts.get('dbname') or parts.get('user') or 'postgres'}"
+
+
+def show_timeline(
+    *,
+    store_path: Path,
+    query: str | None,
+    since: str | None,
+    until: str | None,
+    source: str | None,
+    limit: int,
+    console: Console,
+) -> list[QueryTimeline]:
+    """Print each query's plan segments and flips, with pg_stat_statements around them."""
+    if not store_path.exists():
+        raise PlanshiftError(f"store {store_path} does not exist", "run `planshift ingest` first")
+    with Store(store_path, read_only=True) as store:
+        reference = _latest_log_time(store)
+        start = parse_time(since, reference) if since else None
+        end = parse_time(until, reference) if until else None
+        timelines = build_timeline(store, query=query, since=start, until=end, source=source)
+        deltas = store_pgss_deltas(store)
+    if not timelines:
+        raise PlanshiftError(
+            "no logged plans in that window", "ingest auto_explain logs with `planshift ingest`"
+        )
+    attach_pgss(timelines, deltas)
+    for timeline in timelines[:limit]:
+        render_query(timeline, console)
+    if len(timelines) > limit:
+        console.print(f"... {len(timelines) - limit} more queries (--limit, --query)")
+    return timelines
+
+
+def _latest_log_time(store: Store) -> datetime | None:
+    rows = store.log_observations()
+    return rows[-1].row.collected_at if rows else None
+
+
+def attach_pgss(timelines: Sequence[QueryTimeline], deltas: Sequence[PgssDelta]) -> None:
+    """pgss deltas of the same statement (queryid, else normalized-text fingerprint), kept
+    when their interval touches the timeline's time range."""
+    from pglast.parser import ParseError, fingerprint
+
+    keys: dict[str, str] = {}
+    for timeline in timelines:
+        first, last = timeline.segments[0].start, timeline.segments[-1].end
+        for delta in deltas:
+            same = delta.queryid in timeline.queryids
+            if not same and delta.query:
+                if delta.query not in keys:
+                    try:
+                        keys[delta.query] = str(fingerprint(delta.query))
+                    except ParseError:
+                        keys[delta.query] = ""
+                same = keys[delta.query] == timeline.query_key
+            if same and delta.end >= first and delta.start <= last:
+                timeline.pgss.append(delta)
+
+
+def _ms(value: float | None) -> str:
+    return "-" if value is None else f"{value:.3f}" if value < 10 else f"{value:.1f}"
+
+
+def _time(moment: datetime) -> str:
+    return moment.strftime("%Y-%m-%d %H:%M:%S.%f")[:-3]
+
+
+def render_query(timeline: QueryTimeline, console: Console) -> None:
+    def say(text: str) -> None:
+        console.print(text, markup=False, highlight=False, soft_wrap=True)
+
+    ids = ", ".join(str(q) for q in sorted(timeline.queryids)) or "unknown"
+    flips = timeline.flips
+    say(
+        f"{timeline.name}  [key {timeline.query_key}, queryid {ids}]  "
+        f"{timeline.observations} plans, {len(flips)} flip{'s' * (len(flips) != 1)}"
+        + ("; plan alternates: time buckets, dominant plan shown" if timeline.bucketed else "")
+    )
+    previous = None
+    for segment in timeline.segments:
+        if previous is not None and previous.fingerprint != segment.fingerprint:
+            ratio = ""
+            if previous.median_ms and segment.median_ms:
+                factor = segment.median_ms / previous.median_ms
+                ratio = (
+                    f" ({factor:.1f}x slower)" if factor >= 1 else f" ({1 / factor:.1f}x faster)"
+                )
+            say(
+                f"  >> FLIP at {_time(segment.start)}: median {_ms(previous.median_ms)} -> "
+                f"{_ms(segment.median_ms)} ms{ratio}, cost {previous.median_cost:.1f} -> "
+                f"{segment.median_cost:.1f}"
+            )
+        share = f" {segment.share:4.0%}" if timeline.bucketed else ""
+        say(
+            f"  {_time(segment.start)} .. {_time(segment.end)[11:]} {segment.count:>7} x"
+            f"{share}  median {_ms(segment.median_ms):>7} ms  p90 {_ms(segment.p90_ms):>7} ms"
+            f"  cost {segment.median_cost:>9.1f}  {segment.fingerprint}  {segment.signature}"
+        )
+        previous = segment
+    flip_times = [b.start for _, b in flips]
+    for delta in timeline.pgss:
+        mark = " <- flip" if any(delta.start <= t <= delta.end for t in flip_times) else ""
+        note = f" [{delta.note}]" if delta.note else ""
+        say(
+            f"  pg_stat_statements {delta.source} {_time(delta.start)[11:19]}..{_time(delta.end)[11:19]}"
+            f": {delta.calls} calls, mean {_ms(delta.mean_ms)} ms, total {_ms(delta.total_ms)} ms"
+            f"{note}{mark}"
+        )
+    say("")

@@ -1,0 +1,125 @@
+"""pg_stat_statements snapshots: read the view's cumulative counters from a server.
+
+Columns differ by version (13: total_exec_time, plans; 14: toplevel, pg_stat_statements_info;
+17: shared_blk_read_time instead of blk_read_time): the reader asks the view which columns it
+has. Deltas between snapshots, with resets and evictions, are computed when reading
+(`detector.timeline.pgss_deltas`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+import psycopg
+
+from collectors.targets import redact_conninfo
+from detector.errors import PlanshiftError
+from detector.store import PgssEntry
+
+# PgssEntry field -> view columns to try, newest name first
+_COLUMNS: dict[str, tuple[str, ...]] = {
+    "queryid": ("queryid",),
+    "calls": ("calls",),
+    "total_exec_time": ("total_exec_time", "total_time"),
+    "query": ("query",),
+    "userid": ("userid",),
+    "dbid": ("dbid",),
+    "toplevel": ("toplevel",),
+    "mean_exec_time": ("mean_exec_time", "mean_time"),
+    "min_exec_time": ("min_exec_time", "min_time"),
+    "max_exec_time": ("max_exec_time", "max_time"),
+    "stddev_exec_time": ("stddev_exec_time", "stddev_time"),
+    "plans": ("plans",),
+    "total_plan_time": ("total_plan_time",),
+    "rows": ("rows",),
+    "shared_blks_hit": ("shared_blks_hit",),
+    "shared_blks_read": ("shared_blks_read",),
+    "shared_blks_dirtied": ("shared_blks_dirtied",),
+    "shared_blks_written": ("shared_blks_written",),
+    "temp_blks_read": ("temp_blks_read",),
+    "temp_blks_written": ("temp_blks_written",),
+    "blk_read_time": ("shared_blk_read_time", "blk_read_time"),
+    "blk_write_time": ("shared_blk_write_time", "blk_write_time"),
+}
+
+
+@dataclass(frozen=True)
+class PgssRead:
+    taken_at: datetime
+    server_version_num: int
+    entries: tuple[PgssEntry, ...]
+    dealloc: int | None
+    stats_reset: datetime | None
+    redacted_dsn: str
+
+
+def connect(dsn: str) -> psycopg.Connection[Any]:
+    try:
+        return psycopg.connect(dsn, autocommit=True, connect_timeout=10)
+    except psycopg.Error as exc:
+        raise PlanshiftError(
+            f"cannot connect to {redact_conninfo(dsn)}: {str(exc).strip()}",
+            "check the DSN (a password belongs in PGPASSWORD or ~/.pgpass)",
+        ) from exc
+
+
+def read_pgss(conn: psycopg.Connection[Any]) -> PgssRead:
+    """One consistent read of pg_stat_statements (and _info on 14+)."""
+    row = conn.execute(
+        "SELECT current_setting('server_version_num')::int, now(), "
+        "to_regclass('pg_stat_statements')::text, "
+        "(SELECT extnamespace::regnamespace::text FROM pg_extension "
+        " WHERE extname = 'pg_stat_statements')"
+    ).fetchone()
+    assert row is not None
+    version, taken_at, view, schema = row
+    if schema is None:
+        raise PlanshiftError(
+            "pg_stat_statements is not installed in this database",
+            "CREATE EXTENSION pg_stat_statements; (the library must be in "
+            "shared_preload_libraries: `planshift setup-check` shows the settings)",
+        )
+    relation = view or f"{schema}.pg_stat_statements"
+    available = {
+        name
+        for (name,) in conn.execute(
+            "SELECT attname FROM pg_attribute WHERE attrelid = %s::regclass AND attnum > 0",
+            [relation],
+        ).fetchall()
+    }
+    fields, selects = [], []
+    for field, candidates in _COLUMNS.items():
+        name = next((c for c in candidates if c in available), None)
+        if name is not None:
+            fields.append(field)
+            selects.append(name)
+    try:
+        rows = conn.execute(
+            f"SELECT {', '.join(selects)} FROM {relation} WHERE queryid IS NOT NULL"
+        ).fetchall()
+    except psycopg.Error as exc:
+        raise PlanshiftError(
+            f"cannot read pg_stat_statements: {str(exc).strip()}",
+            "is pg_stat_statements in shared_preload_libraries? (needs a restart)",
+        ) from exc
+    entries = tuple(PgssEntry(**_typed(dict(zip(fields, r, strict=True)))) for r in rows)
+    dealloc = stats_reset = None
+    if version >= 140000:
+        info = conn.execute(f"SELECT dealloc, stats_reset FROM {schema}.pg_stat_statements_info")
+        found = info.fetchone()
+        if found is not None:
+            dealloc, stats_reset = found
+    dsn = redact_conninfo(conn.info.dsn)
+    return PgssRead(taken_at, version, entries, dealloc, stats_reset, dsn)
+
+
+def _typed(values: dict[str, Any]) -> dict[str, Any]:
+    for name in ("total_exec_time", "mean_exec_time", "min_exec_time", "max_exec_time"):
+        if values.get(name) is not None:
+            values[name] = float(values[name])
+    for name in ("stddev_exec_time", "total_plan_time", "blk_read_time", "blk_write_time"):
+        if values.get(name) is not None:
+            values[name] = float(values[name])
+    return values
