@@ -52,7 +52,7 @@ def describe_server(conn: psycopg.Connection[Any]) -> dict[str, Any]:
     info: dict[str, Any] = {"server_version_num": row[0], "version": row[1]}
     names = list(RECORDED_SETTINGS)
     settings = conn.execute(
-        "SELECT name, setting || coalesce(unit, '') FROM pg_settings WHERE name = ANY(%s) ORDER BY name",
+        "SELECT name, current_setting(name) FROM pg_settings WHERE name = ANY(%s) ORDER BY name",
         [names],
     ).fetchall()
     info["settings"] = {name: value for name, value in settings}
