@@ -183,3 +183,24 @@ def test_cli_unknown_extension_is_a_usage_error(tmp_path: Path) -> None:
 def test_github_escaping() -> None:
     assert escape_data("50% slower\nnext") == "50%25 slower%0Anext"
     assert escape_property("PS200 a: b, c") == "PS200 a%3A b%2C c"
+
+
+def test_census_heat_map_page_from_planshift_census() -> None:
+    from detector.census import build_census
+    from detector.reports.census_html import grid_from_census, render_census_html
+    from detector.store import Store
+
+    with Store(STORE, read_only=True) as store:
+        censuses = build_census(store, store.targets())
+    sweep = next(c for c in censuses if c.query_name == "sweep_sum")
+    grid = grid_from_census(sweep)
+    assert grid.param == "n" and len(grid.columns) == 7
+    assert {target for target, _ in grid.rows} == {"current", "proposed", "indexscan", "seqscan"}
+    assert all(sum(row) > 0 for row in grid.counts)
+    for col in range(len(grid.columns)):  # each target's shares at a point sum to 1
+        for target in ("current", "seqscan"):
+            total = sum(grid.shares[i][col] for i, (t, _) in enumerate(grid.rows) if t == target)
+            assert total == pytest.approx(1.0)
+    page = render_census_html(censuses)
+    assert page.count('<svg class="chart"') == len(censuses)
+    assert "current switches between n=300 and n=1000" in page

@@ -95,6 +95,20 @@ def test_chromium_renders_the_report(report: Path, tmp_path: Path) -> None:
     assert png.stat().st_size > 50_000
 
 
+@needs_chromium
+def test_chromium_renders_the_census_page(tmp_path: Path) -> None:
+    from detector.census import build_census
+    from detector.reports.census_html import render_census_html
+    from detector.store import Store
+
+    with Store(STORE, read_only=True) as store:
+        page = tmp_path / "census.html"
+        page.write_text(render_census_html(build_census(store, store.targets())))
+    result = chromium(page, "--dump-dom")
+    assert result.returncode == 0 and console_problems(result.stderr) == []
+    assert result.stdout.count('<svg class="chart"') == 3
+
+
 if __name__ == "__main__":
     size = [int(v) for v in sys.argv[3:5]]
     screenshot(Path(sys.argv[1]).resolve(), Path(sys.argv[2]).resolve(), *size)

@@ -12,7 +12,8 @@ from html import escape
 
 from detector import __version__
 from detector.model import ComparisonResult, Severity, Side
-from detector.reports.charts import census_heatmap, sweep_chart
+from detector.reports.census_html import grid_from_sweep, heatmap_svg
+from detector.reports.charts import sweep_chart
 from detector.reports.common import (
     SweepGroup,
     failing_findings,
@@ -32,8 +33,8 @@ from detector.reports.html_query import anchor, badge, query_block
 from detector.reports.sweeps import analyze, cost_settings_differ
 
 CENSUS_NOTE = (
-    "A census across many targets (versions x settings, seed 003's table) needs more than the two "
-    "sides of one comparison; this report shows the census of its two sides per sweep point."
+    "This is the census of the comparison's two sides; across many targets (versions x settings, "
+    "seed 003's table) see `planshift census`."
 )
 
 
@@ -176,7 +177,7 @@ def _sweep(group: SweepGroup, index: int, result: ComparisonResult) -> str:
         f"{sweep_chart(group, analysis, f'sweep{index}')}"
         f'<p class="note">{escape(caveat)}</p>'
         f"<h3>Plan-shape census: {escape(group.name)}</h3>"
-        f"{census_heatmap(group, f'census{index}')}"
+        f"{heatmap_svg(grid_from_sweep(group), f'census{index}')}"
         f'<p class="note">executions per side and plan shape at each point; colour = share of '
         f"the side's executions. {escape(CENSUS_NOTE)}</p>"
     )

@@ -56,6 +56,7 @@ table.plandiff tr.added td.c, table.plandiff tr.moved td.c:not(.empty) { backgro
 table.plandiff tr.moved td.node:not(.empty) { box-shadow: inset 3px 0 0 #6a4fb3; }
 table.plandiff tr:hover td:not(.gap) { outline: 1px solid #9bb3d6; }
 td.qerr { color: var(--bad); font-weight: 600; }
+table.plandiff td.num.lent { color: #9a9a9a; font-style: italic; }
 .legend span { display: inline-block; padding: 0 6px; margin-right: 6px; border: 1px solid var(--line); }
 .toolbar { margin: 8px 0; }
 .toolbar button { font: inherit; font-size: 12.5px; padding: 2px 10px; margin-right: 6px; cursor: pointer; }

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from html import escape
 
-from detector.model import Finding, PlanNode, QueryComparison, Side
+from detector.model import Finding, PlanNode, PlanVariant, QueryComparison, Side
 from detector.model.fingerprint import node_label
 from detector.reports.charts import cdf_chart
 from detector.reports.common import fmt_count, fmt_ms, is_quiet, slug
@@ -80,6 +80,23 @@ def _extras(node: PlanNode) -> str:
     return f" <small>{escape(', '.join(parts))}</small>" if parts else ""
 
 
+def borrowed(variant: PlanVariant) -> bool:
+    """The representative EXPLAIN is of another execution than this query's (the store keeps the
+    first EXPLAIN per plan shape, which may come from another query, variant or sweep point): its
+    estimated cost or its buffers are far from this query's medians."""
+    return _far(variant.plan.total_cost, variant.median_cost, 1.1) or (
+        variant.median_shared_blocks is not None
+        and abs(variant.plan.buffers_total().shared_total - variant.median_shared_blocks) > 10
+        and _far(variant.plan.buffers_total().shared_total, variant.median_shared_blocks, 1.5)
+    )
+
+
+def _far(a: float, b: float, factor: float) -> bool:
+    if a <= 0 or b <= 0:
+        return a != b
+    return max(a, b) / min(a, b) > factor
+
+
 def _node_cells(flat: FlatNode | None, css: str) -> str:
     if flat is None:
         return f'<td class="node {css} empty"></td>' + f'<td class="num {css}"></td>' * 3
@@ -103,19 +120,31 @@ def _node_cells(flat: FlatNode | None, css: str) -> str:
 def plan_diff_table(query: QueryComparison) -> str:
     """Baseline and candidate plan trees side by side, matched nodes on one row."""
     rows: list[DiffRow] = align(query.baseline.dominant.plan, query.candidate.dominant.plan)
+    lent = [s for s in (query.baseline, query.candidate) if borrowed(s.dominant)]
+    note = ""
+    if lent:
+        who = " and ".join(escape(s.label) for s in lent)
+        note = (
+            f'<p class="note borrowed">{who}: the per-node numbers come from another execution '
+            "of the same plan shape (another query or sweep point; the store keeps one EXPLAIN per "
+            f"shape), so they are shown greyed; this query's median cost and buffers are in the "
+            "census above.</p>"
+        )
     body = []
     for row in rows:
         title = f' title="{escape("; ".join(row.changes))}"' if row.changes else ""
+        base_css = "b lent" if query.baseline in lent else "b"
+        cand_css = "c lent" if query.candidate in lent else "c"
         body.append(
-            f'<tr class="{row.status}"{title}>{_node_cells(row.baseline, "b")}'
-            f'<td class="gap"></td>{_node_cells(row.candidate, "c")}</tr>'
+            f'<tr class="{row.status}"{title}>{_node_cells(row.baseline, base_css)}'
+            f'<td class="gap"></td>{_node_cells(row.candidate, cand_css)}</tr>'
         )
     head_side = (
         '<th>{}</th><th class="num">est. rows</th><th class="num">actual rows</th>'
         '<th class="num">buffers</th>'
     )
     changed = sum(r.status != "same" for r in rows)
-    return (
+    return note + (
         f'<table class="plandiff" data-changed="{changed}"><thead><tr>'
         + head_side.format(f'<span class="side-base">{escape(query.baseline.label)}</span> plan')
         + '<th class="gap"></th>'
