@@ -1,0 +1,106 @@
+"""pg_stat_statements snapshots from real servers; deltas across resets and evictions."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import psycopg
+import pytest
+from rich.console import Console
+from typer.testing import CliRunner
+
+from collectors.embedded import EmbeddedCluster
+from collectors.installations import find_installation
+from detector.cli import app
+from detector.errors import PlanshiftError
+from detector.ingest import take_snapshot
+from detector.store import Store
+from detector.timeline import PgssDelta, store_pgss_deltas
+from tests.conftest import FreshDb
+
+pytestmark = pytest.mark.pg
+QUERY = "SELECT count(*) FROM pg_class WHERE relpages >= %s"
+QUIET = Console(file=open("/dev/null", "w"))  # noqa: SIM115
+
+
+def run(dsn: str, times: int) -> None:
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        for i in range(times):
+            conn.execute(QUERY, [i])
+
+
+def ours(deltas: list[PgssDelta]) -> list[PgssDelta]:
+    return [d for d in deltas if d.query and "relpages >=" in d.query]
+
+
+def test_deltas_per_interval_and_after_a_reset(
+    pg17: EmbeddedCluster, fresh_db: FreshDb, tmp_path: Path
+) -> None:
+    dsn = fresh_db(pg17)
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute("CREATE EXTENSION pg_stat_statements")
+        conn.execute("SELECT pg_stat_statements_reset()")
+    store = tmp_path / "s.duckdb"
+    take_snapshot(store_path=store, dsn=dsn, name="prod", console=QUIET)
+    run(dsn, 3)
+    take_snapshot(store_path=store, dsn=dsn, name="prod", console=QUIET)
+    run(dsn, 2)
+    take_snapshot(store_path=store, dsn=dsn, name="prod", console=QUIET)
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute("SELECT pg_stat_statements_reset()")
+    run(dsn, 4)
+    take_snapshot(store_path=store, dsn=dsn, name="prod", console=QUIET)
+    with Store(store, read_only=True) as db:
+        deltas = ours(store_pgss_deltas(db, "prod"))
+    assert [(d.calls, d.note) for d in deltas] == [(3, "new"), (2, None), (4, "reset")]
+    assert all(d.mean_ms is not None and d.mean_ms >= 0 for d in deltas)
+    assert deltas[0].end == deltas[1].start and deltas[1].end < deltas[2].end
+
+
+def test_an_evicted_statement_counts_from_zero_again(tmp_path: Path) -> None:
+    try:
+        installation = find_installation(15)
+    except PlanshiftError:
+        pytest.skip("PostgreSQL 15 is not installed")
+    settings = {"pg_stat_statements.max": "100"}
+    with EmbeddedCluster(installation, settings=settings, name="pgss-evict") as cluster:
+        dsn = cluster.conninfo
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            conn.execute("CREATE EXTENSION pg_stat_statements")
+        run(dsn, 5)
+        store = tmp_path / "s.duckdb"
+        take_snapshot(store_path=store, dsn=dsn, name="small", console=QUIET)
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            for i in range(300):
+                for _ in range(8):
+                    conn.execute("SELECT " + ", ".join(["1"] * (i + 1)))  # 300 statements
+        run(dsn, 2)
+        take_snapshot(store_path=store, dsn=dsn, name="small", console=QUIET)
+    with Store(store, read_only=True) as db:
+        info = sorted(db.pgss_info().values(), key=lambda pair: pair[0] or 0)
+        deltas = ours(store_pgss_deltas(db, "small"))
+    assert info[0][0] is not None and info[-1][0] is not None and info[-1][0] > info[0][0]
+    assert [(d.calls, d.note) for d in deltas] == [(2, "dealloc")]
+
+
+def test_snapshot_cli_and_its_errors(
+    pg17: EmbeddedCluster, fresh_db: FreshDb, tmp_path: Path
+) -> None:
+    dsn = fresh_db(pg17)
+    store = tmp_path / "s.duckdb"
+    runner = CliRunner()
+    missing = runner.invoke(app, ["snapshot", "--target", dsn, "--store", str(store)])
+    assert missing.exit_code == 2 and "CREATE EXTENSION" in missing.output
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute("CREATE EXTENSION pg_stat_statements")
+    result = runner.invoke(app, ["snapshot", "--target", dsn, "--store", str(store)])
+    assert result.exit_code == 0, result.output
+    assert "statements" in result.output
+    with Store(store, read_only=True) as db:
+        (target,) = db.targets()
+        assert target.source == "dsn" and target.server_version_num // 10000 == 17
+        assert db.pgss_snapshots([target.target_id])
+    bad = runner.invoke(
+        app, ["snapshot", "--target", "host=/nonexistent dbname=x", "--store", str(store)]
+    )
+    assert bad.exit_code == 2 and "cannot connect" in bad.output
