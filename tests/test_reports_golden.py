@@ -32,10 +32,15 @@ PAIRS = {"gate": ("current", "proposed"), "forced": ("indexscan", "seqscan")}
 EXTENSIONS = {"json": "json", "markdown": "md", "junit": "xml", "github": "txt"}
 
 
+# the goldens pin the report formats, not the rule catalog: a fixed set of rules, so adding a
+# rule does not change them (a changed message of one of these rules does)
+OPTIONS = CompareOptions(select=("PS100", "PS200", "PS201", "PS300"))
+
+
 @pytest.fixture(scope="module")
 def results() -> dict[str, ComparisonResult]:
     return {
-        name: compare_from_store(STORE, base, cand, None, CompareOptions())
+        name: compare_from_store(STORE, base, cand, None, OPTIONS)
         for name, (base, cand) in PAIRS.items()
     }
 
@@ -99,7 +104,7 @@ def test_the_schema_rejects_a_broken_document(results: dict[str, ComparisonResul
 @pytest.mark.parametrize("fmt", sorted(FORMATS))
 def test_every_format_is_deterministic(results: dict[str, ComparisonResult], fmt: str) -> None:
     first = render(fmt, results["gate"])
-    again = compare_from_store(STORE, *PAIRS["gate"], None, CompareOptions())
+    again = compare_from_store(STORE, *PAIRS["gate"], None, OPTIONS)
     assert render(fmt, again) == first
 
 

@@ -32,6 +32,7 @@ from detector.reports.html_assets import CSS, JS
 from detector.reports.html_query import anchor, badge, query_block
 from detector.reports.sweeps import analyze, cost_settings_differ
 
+TOP_FINDINGS = 25
 CENSUS_NOTE = (
     "This is the census of the comparison's two sides; across many targets (versions x settings, "
     "seed 003's table) see `planshift census`."
@@ -120,7 +121,8 @@ def _summary(result: ComparisonResult, fail_on: Severity | None) -> str:
             _table(["rule", "name", "worst", "count"], rows, {3}),
         ]
         ranked = []
-        for impact, finding, query in ranked_findings(result):
+        everything = ranked_findings(result)
+        for impact, finding, query in everything[:TOP_FINDINGS]:
             where = (
                 f'<a href="#{anchor(query)}">{escape(query.label)}</a>'
                 if query
@@ -140,6 +142,9 @@ def _summary(result: ComparisonResult, fail_on: Severity | None) -> str:
             '<p class="note">impact = |median change| x executions (ms of the measured workload)</p>',
             _table(["impact ms", "severity", "rule", "query", "message"], ranked, {0}),
         ]
+        if len(everything) > TOP_FINDINGS:
+            rest = len(everything) - TOP_FINDINGS
+            parts.append(f'<p class="note">{rest} more findings are listed with their queries.</p>')
     parts.append("</section>")
     return "".join(parts)
 
