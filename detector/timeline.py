@@ -138,16 +138,23 @@ def build_timeline(
 ) -> list[QueryTimeline]:
     """Timelines of the queries seen in logs (those with a flip first, then by volume)."""
     queries = store.queries()
-    key = None
+    keys: set[str] | None = None
     if query is not None:
-        matches = [k for k, q in queries.items() if query in (k, q.name) or k.startswith(query)]
-        if not matches:
-            raise PlanshiftError(f"no query {query!r} in the store", "see `planshift timeline`")
-        key = matches[0]
-    rows = store.log_observations(since, until, key, source)
+        keys = {k for k, q in queries.items() if query in (k, q.name) or k.startswith(query)}
+        if not keys:
+            needle = query.lower()
+            keys = {k for k, q in queries.items() if needle in q.sql.lower()}
+        if not keys:
+            raise PlanshiftError(
+                f"no query {query!r} in the store", "give a query key, a name or words of its SQL"
+            )
+    only = next(iter(keys)) if keys is not None and len(keys) == 1 else None
+    rows = store.log_observations(since, until, only, source)
     grouped: dict[str, list[LogObservationRow]] = {}
     for row in rows:
-        grouped.setdefault(row.row.query_key, []).append(row)
+        if keys is None or row.row.query_key in keys:
+            grouped.setdefault(row.row.query_key, []).append(row)
+    rows = [row for group in grouped.values() for row in group]
     signatures: dict[str, str] = {}
     for fingerprint in {row.row.fingerprint for row in rows}:
         signatures[fingerprint] = store.plan_record(fingerprint).signature

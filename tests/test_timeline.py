@@ -1,0 +1,133 @@
+"""A postmortem on a real incident: an index is dropped on a live server (the plan flips to a
+Seq Scan and gets slower), then recreated. auto_explain logs and pg_stat_statements snapshots
+taken during the incident go through ingest, timeline and compare between time windows."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+from datetime import datetime
+from pathlib import Path
+
+import pytest
+from rich.console import Console
+from typer.testing import CliRunner
+
+from collectors.installations import find_installation
+from detector.cli import app
+from detector.compare import compare_sides, resolve_side
+from detector.errors import PlanshiftError
+from detector.ingest import take_snapshot
+from detector.model import Verdict
+from detector.store import Store
+from detector.timeline import build_timeline, parse_time, store_pgss_deltas
+from tests.test_ingest import ingest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent / "fixtures" / "logs"))
+from capture_logs import INCIDENT_PHASES, capture, incident_workload
+
+pytestmark = pytest.mark.pg
+QUIET = Console(file=open("/dev/null", "w"))  # noqa: SIM115
+
+
+@pytest.fixture(scope="module")
+def incident(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[tuple[Path, dict[str, datetime]]]:
+    """Store with the incident's logs ingested and pgss snapshots; the phase start times."""
+    try:
+        find_installation(17)
+    except PlanshiftError:
+        pytest.skip("PostgreSQL 17 is not installed")
+    out = tmp_path_factory.mktemp("incident")
+    store = out / "postmortem.duckdb"
+    phases: dict[str, datetime] = {}
+
+    def checkpoint(dsn: str, phase: str) -> None:
+        snapshot = take_snapshot(store_path=store, dsn=dsn, name="shop", console=QUIET)
+        with Store(store, read_only=True) as db:
+            (row,) = [r for r in db.pgss_snapshots([t.target_id for t in db.targets()])[-1:]]
+        assert snapshot == row.snapshot_id
+        phases[phase] = row.taken_at
+
+    capture(17, out, lambda conninfo_of: incident_workload(conninfo_of, checkpoint))
+    ingest(store, out / "pg.log", source="shop")
+    yield store, phases
+
+
+def test_the_flip_and_its_way_back_are_on_the_timeline(
+    incident: tuple[Path, dict[str, datetime]],
+) -> None:
+    store, phases = incident
+    with Store(store, read_only=True) as db:
+        (timeline,) = build_timeline(db, query="SELECT sum(amount) FROM orders WHERE customer = $1")
+    assert [s.count for s in timeline.segments] == [n for _, n in INCIDENT_PHASES]
+    before, dropped, back = timeline.segments
+    assert "BitmapIndexScan(orders_customer)" in before.signature
+    assert dropped.signature == "Aggregate > SeqScan(public.orders)"
+    assert back.fingerprint == before.fingerprint
+    assert len(timeline.flips) == 2
+    assert phases["index dropped"] < dropped.start < phases["index back"] < back.start
+    assert dropped.median_ms is not None and before.median_ms is not None
+    assert dropped.median_ms > 5 * before.median_ms
+    assert dropped.median_cost > 5 * before.median_cost
+    assert timeline.queryids  # from %Q and the verbose plan
+
+
+def test_pgss_deltas_line_up_with_the_phases(incident: tuple[Path, dict[str, datetime]]) -> None:
+    store, _ = incident
+    with Store(store, read_only=True) as db:
+        deltas = [d for d in store_pgss_deltas(db, "shop") if d.query and "orders" in d.query]
+    ours = [d for d in deltas if d.query and d.query.startswith("SELECT sum(amount)")]
+    assert [d.calls for d in ours] == [n for _, n in INCIDENT_PHASES]
+    means = [d.mean_ms for d in ours]
+    assert all(m is not None for m in means)
+    assert means[1] > 5 * means[0] and means[1] > 5 * means[2]  # type: ignore[operator]
+
+
+def test_timeline_cli_marks_flips_and_shows_pgss(
+    incident: tuple[Path, dict[str, datetime]],
+) -> None:
+    store, phases = incident
+    runner = CliRunner()
+    result = runner.invoke(app, ["timeline", "--store", str(store), "--query", "orders"])
+    assert result.exit_code == 0, result.output
+    assert result.output.count(">> FLIP at") == 2
+    assert "pg_stat_statements shop" in result.output and "<- flip" in result.output
+    window = runner.invoke(
+        app,
+        ["timeline", "--store", str(store), "--query", "orders", "--since",
+         phases["index dropped"].isoformat(), "--until", phases["index back"].isoformat()],
+    )  # fmt: skip
+    assert window.exit_code == 0, window.output
+    assert ">> FLIP" not in window.output and "SeqScan(public.orders)" in window.output
+    empty = runner.invoke(
+        app, ["timeline", "--store", str(store), "--since", "2001-01-01", "--until", "2001-01-02"]
+    )
+    assert empty.exit_code == 2 and "no logged plans" in empty.output
+
+
+def test_compare_between_time_windows(incident: tuple[Path, dict[str, datetime]]) -> None:
+    store, phases = incident
+    before = f"..{phases['index dropped'].isoformat()}"
+    during = f"shop@{phases['index dropped'].isoformat()}..{phases['index back'].isoformat()}"
+    with Store(store, read_only=True) as db:
+        base, cand = resolve_side(db, before, None), resolve_side(db, during, None)
+        result = compare_sides(db, base, cand)
+    (query,) = [q for q in result.queries if q.sql.startswith("SELECT sum(amount) FROM orders")]
+    assert query.plan_changed
+    assert query.timing.verdict is Verdict.REGRESSED
+    codes = {f.code for f in result.findings if f.query_key == query.query_key}
+    assert codes >= {"PS100", "PS200"}
+    runner = CliRunner()
+    cli = runner.invoke(app, ["compare", "--store", str(store), "-b", before, "-c", during])
+    assert cli.exit_code == 1, cli.output
+    assert "SeqScan(public.orders)" in cli.output
+
+
+def test_times_are_read_as_utc() -> None:
+    reference = parse_time("2026-11-22T10:00:00")
+    assert parse_time("14:05", reference).isoformat() == "2026-11-22T14:05:00+00:00"
+    assert parse_time("2026-11-22 16:05+02:00").isoformat() == "2026-11-22T14:05:00+00:00"
+    with pytest.raises(PlanshiftError):
+        parse_time("yesterday")
