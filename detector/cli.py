@@ -48,6 +48,9 @@ def user_errors() -> Iterator[None]:
         yield
     except PlanshiftError as exc:
         fail(exc.message, exc.hint)
+    except KeyboardInterrupt:
+        err.print("interrupted: embedded clusters stopped, the run is marked failed")
+        raise typer.Exit(130) from None
 
 
 @app.command()

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import json
+import signal
 import subprocess
 import sys
+import tempfile
+import time
 from pathlib import Path
 
 import pytest
@@ -141,3 +144,28 @@ def test_run_then_compare_exit_codes_and_json(
     wrong = planshift("compare", "--store", store, "-b", "nosuch", "-c", "seqscan")
     assert wrong.returncode == 2 and "matches no target" in wrong.stderr
     assert "indexed, seqscan" in wrong.stderr
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
+def test_interrupting_a_run_stops_its_clusters(tmp_path: Path, signum: int) -> None:
+    process = subprocess.Popen(
+        [sys.executable, "-m", "detector", "demo", "--store", str(tmp_path / "s.duckdb")],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert process.stderr is not None
+    line = process.stderr.readline()  # printed once the cluster is up
+    assert line.startswith("running demo-range-scans"), line
+    time.sleep(1)  # into the setup or the measurements
+    clusters = Path(tempfile.gettempdir()) / "planshift-clusters"
+    owned = [d for d in clusters.iterdir() if (d / "owner.pid").read_text().strip() == str(process.pid)]
+    assert owned, "the run's cluster exists while it runs"
+    process.send_signal(signum)
+    _, rest = process.communicate(timeout=120)
+    assert process.returncode == 128 + signum
+    if signum == signal.SIGINT:
+        assert "interrupted: embedded clusters stopped" in rest
+    assert not any(d.exists() for d in owned), "cluster directory removed"
+    ran = planshift("runs", "--store", tmp_path / "s.duckdb")
+    assert "running" not in ran.stdout and "complete" not in ran.stdout, "no run left half-done"
