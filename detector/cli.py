@@ -478,3 +478,14 @@ def timeline(
             limit=limit,
             console=out,
         )
+
+
+@app.command("setup-check")
+def setup_check(
+    target: Annotated[str, typer.Option("--target", "-t", help="DSN of the server to check.")],
+) -> None:
+    """Report auto_explain / pg_stat_statements settings and the ones planshift recommends."""
+    from detector.ingest import setup_check as run_check
+
+    with user_errors():
+        run_check(dsn=target, console=out)

@@ -10,6 +10,7 @@ from pathlib import Path
 from rich.console import Console
 
 from collectors.autoexplain_log import FileReport, IngestOptions, LogIngest
+from collectors.setup_check import Check
 from detector import __version__
 from detector.errors import PlanshiftError
 from detector.store import Store
@@ -258,3 +259,34 @@ def render_query(timeline: QueryTimeline, console: Console) -> None:
             f"{note}{mark}"
         )
     say("")
+
+
+def setup_check(*, dsn: str, console: Console) -> list[Check]:
+    """Print how the server is set up for postmortems, and the settings planshift recommends."""
+    from rich.table import Table
+
+    from collectors.pgss import connect
+    from collectors.setup_check import check_server, config_snippet
+
+    with connect(dsn) as conn:
+        version, checks = check_server(conn)
+    table = Table("setting", "current", "recommended", "status", "why (and what it costs)")
+    for check in checks:
+        table.add_row(
+            check.setting,
+            "(not set)" if check.current is None else repr(check.current),
+            check.recommended,
+            check.status,
+            check.why,
+        )
+    console.print(f"PostgreSQL {version // 10000}.{version % 10000}", markup=False)
+    console.print(table)
+    snippet = config_snippet(checks)
+    if snippet:
+        console.print(
+            "\nrecommended postgresql.conf lines (shared_preload_libraries needs a restart):"
+        )
+        console.print(snippet, markup=False, highlight=False)
+    else:
+        console.print("\nready: auto_explain and pg_stat_statements are set up for planshift")
+    return checks
