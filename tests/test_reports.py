@@ -204,3 +204,24 @@ def test_census_heat_map_page_from_planshift_census() -> None:
     page = render_census_html(censuses)
     assert page.count('<svg class="chart"') == len(censuses)
     assert "current switches between n=300 and n=1000" in page
+
+
+def test_html_renders_odd_results() -> None:
+    """No timings on a side, a sweep with non-numeric points, no findings: still a full page."""
+    from dataclasses import replace
+
+    from detector.compare import CompareOptions
+    from detector.jobs import compare_from_store
+    from detector.reports import render
+
+    result = compare_from_store(STORE, "current", "proposed", None, CompareOptions())
+    queries = list(result.queries)
+    queries[0] = replace(queries[0], candidate=replace(queries[0].candidate, durations_ms=(), timing=None))
+    sweep = [i for i, q in enumerate(queries) if q.point]
+    for n, i in enumerate(sweep):
+        queries[i] = replace(queries[i], point=f"mode={'abcdefg'[n]}")
+    odd = replace(result, queries=tuple(queries), findings=())
+    page = render("html", odd, fail_on=None)
+    assert page.count('class="plandiff"') == len(queries)
+    assert "Gate off" in page and 'data-chart="sweep0"' in page
+    assert render("html", odd, fail_on=None) == page

@@ -23,6 +23,7 @@ from detector.reports.common import (
 
 MARKER = "<!-- planshift-report -->"
 MAX_DETAILS = 40  # GitHub comments stop at 65536 characters
+MAX_ROWS = 80
 VERDICT_ICON = {
     Verdict.REGRESSED: ":red_circle:",
     Verdict.IMPROVED: ":green_circle:",
@@ -165,7 +166,9 @@ def render_markdown(result: ComparisonResult, *, fail_on: Severity | None) -> st
     notable.sort(key=lambda q: (-rank.get(q.label, -1), -impact_ms(q), q.label))
     lines = _headline(result, fail_on)
     if notable:
-        lines += _table(notable, worst)
+        lines += _table(notable[:MAX_ROWS], worst)
+        if len(notable) > MAX_ROWS:
+            lines.append(f"| … {len(notable) - MAX_ROWS} more | | | | | |")
     quiet = len(result.queries) - len(notable)
     if quiet:
         kept = "query kept its plan" if quiet == 1 else "queries kept their plan"
