@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from detector.model import (
@@ -49,6 +50,46 @@ def plan_cost(variant: PlanVariant) -> float:
     return normalized_cost(variant.median_cost)
 
 
+def near_tie(comparison: QueryComparison, threshold: float) -> tuple[bool, float, float]:
+    """(the dominant plans' costs are within `threshold` of each other, baseline, candidate)."""
+    base = plan_cost(comparison.baseline.dominant)
+    cand = plan_cost(comparison.candidate.dominant)
+    return relative_gap(base, cand) < threshold, base, cand
+
+
+@dataclass(frozen=True)
+class FlipContext:
+    """What every plan-flip finding adds: severity, the clock, a near-tie note, evidence."""
+
+    severity: Severity
+    tail: tuple[str, ...]
+    evidence: dict[str, Any]
+
+
+def flip_context(comparison: QueryComparison, near_tie_threshold: float | None) -> FlipContext:
+    """Severity from the verdict (info for an unconfirmed near-tie), message tail, evidence.
+
+    `near_tie_threshold=None` for changes that are not plan-shape flips (JIT, heap fetches):
+    no near-tie test, the severity follows the verdict alone.
+    """
+    tied, base, cand = (False, 0.0, 0.0)
+    if near_tie_threshold is not None:
+        tied, base, cand = near_tie(comparison, near_tie_threshold)
+    else:
+        base = plan_cost(comparison.baseline.dominant)
+        cand = plan_cost(comparison.candidate.dominant)
+    tail = [comparison.timing.describe()]
+    if tied:
+        tail.append(f"near-tie (costs {fmt_cost(base)} vs {fmt_cost(cand)})")
+    evidence: dict[str, Any] = {
+        "baseline_cost": base,
+        "candidate_cost": cand,
+        "near_tie": tied,
+        **timing_evidence(comparison),
+    }
+    return FlipContext(flip_severity(comparison.timing.verdict, tied), tuple(tail), evidence)
+
+
 def relative_gap(a: float, b: float) -> float:
     """|a - b| / max(|a|, |b|): 0 for equal values, 0.01 for costs 1% apart."""
     top = max(abs(a), abs(b))
@@ -69,6 +110,26 @@ def fmt_ms(value: float | None) -> str:
 
 def fmt_cost(value: float) -> str:
     return f"{value:.1f}"
+
+
+def fmt_count(value: float | None) -> str:
+    """Rows and blocks: `2000`, `2.5` (PG 18 fractional rows), `1.2M`."""
+    if value is None:
+        return "?"
+    if abs(value) >= 10_000_000:
+        return f"{value / 1_000_000:.0f}M"
+    if abs(value) >= 1_000_000:
+        return f"{value / 1_000_000:.1f}M"
+    if value == int(value):
+        return f"{int(value)}"
+    return f"{value:.1f}" if abs(value) >= 1 else f"{value:.2g}"
+
+
+def fmt_blocks(blocks: float) -> str:
+    """`1082 blocks (8.5 MB)` with 8 kB blocks."""
+    size = blocks * 8 / 1024
+    unit = f"{size:.1f} MB" if size < 1024 else f"{size / 1024:.1f} GB"
+    return f"{fmt_count(blocks)} blocks ({unit})"
 
 
 def fmt_ratio(value: float) -> str:

@@ -8,6 +8,7 @@ from typing import Any
 from detector.model import Finding, QueryComparison, Severity, Side, Verdict
 from rules.base import rule
 from rules.common import emit, fmt_cost, fmt_ratio, plan_cost, relative_gap, timing_evidence
+from rules.gucs import COST_UNIT_SETTINGS, changes_text, settings_changes
 
 #: Settings that move plan costs (or, like prefetching, the clock without the cost).
 COST_SETTINGS = (
@@ -61,8 +62,11 @@ def cost_duration_divergence(
     between the sides.
 
     The costs come from each side's own planner (disable_cost removed). Under the
-    same cost settings they are comparable; when random_page_cost and friends
-    differ, they are in different units, which is itself the likely explanation.
+    same cost settings they are comparable; when a cost-unit setting differs
+    (random_page_cost, seq_page_cost, cpu_tuple_cost, cpu_index_tuple_cost,
+    cpu_operator_cost, effective_cache_size) they are in different units: the
+    message then adds a caveat naming them, because the ratio of the costs means
+    little and the setting itself is the likely explanation (PS500).
 
     ## Why it matters
     The planner picks the plan it estimates cheapest. Seed 000: with
@@ -113,6 +117,12 @@ def cost_duration_divergence(
         f"({fmt_cost(cand_cost)} vs {fmt_cost(base_cost)}) but {clock}: "
         f"the cost model misranks these plans ({_hint(diff)})"
     )
+    units = settings_changes(comparison.baseline, comparison.candidate, COST_UNIT_SETTINGS)
+    if units:
+        message += (
+            f"; caveat: the costs are not comparable, cost-unit settings differ "
+            f"({changes_text(units)})"
+        )
     evidence: dict[str, Any] = {
         "baseline_signature": comparison.baseline.dominant.signature,
         "candidate_signature": comparison.candidate.dominant.signature,
@@ -121,6 +131,7 @@ def cost_duration_divergence(
         "cost_ratio": cost_ratio,
         "cost_gap": gap,
         "settings_diff": {k: list(v) for k, v in diff.items()},
+        "cost_units_differ": [c.name for c in units],
         **timing_evidence(comparison),
     }
     yield emit("PS300", comparison, message, evidence, severity)

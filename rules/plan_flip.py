@@ -14,9 +14,8 @@ from rules.common import (
     emit,
     flip_severity,
     fmt_cost,
+    near_tie,
     node_at,
-    plan_cost,
-    relative_gap,
     timing_evidence,
 )
 
@@ -25,9 +24,7 @@ BITMAP_HEAP_SCAN = "Bitmap Heap Scan"
 
 
 def _near_tie(comparison: QueryComparison, threshold: float) -> tuple[bool, float, float]:
-    base = plan_cost(comparison.baseline.dominant)
-    cand = plan_cost(comparison.candidate.dominant)
-    return relative_gap(base, cand) < threshold, base, cand
+    return near_tie(comparison, threshold)
 
 
 @rule("PS100", "plan-shape-changed", "plan-flip", Severity.WARNING, near_tie=0.02)
@@ -104,7 +101,7 @@ def plan_shape_changed(
     yield emit("PS100", comparison, "; ".join(parts), evidence, severity)
 
 
-def _unmatched(accesses: list[ScanAccess], others: list[ScanAccess]) -> list[ScanAccess]:
+def unmatched(accesses: list[ScanAccess], others: list[ScanAccess]) -> list[ScanAccess]:
     """Accesses with no same (relation, node type, index) counterpart on the other side."""
     pool = [(a.relation, a.node_type, a.index_name) for a in others]
     left: list[ScanAccess] = []
@@ -126,8 +123,8 @@ def index_to_bitmap_pairs(
     first, then each remaining Index (Only) Scan takes a Bitmap Heap Scan of its relation,
     one on the same index when there is one.
     """
-    before = [a for a in _unmatched(baseline, candidate) if a.node_type in INDEX_SCANS]
-    after = [a for a in _unmatched(candidate, baseline) if a.node_type == BITMAP_HEAP_SCAN]
+    before = [a for a in unmatched(baseline, candidate) if a.node_type in INDEX_SCANS]
+    after = [a for a in unmatched(candidate, baseline) if a.node_type == BITMAP_HEAP_SCAN]
     pairs: list[tuple[ScanAccess, ScanAccess]] = []
     for old in before:
         same = [new for new in after if new.relation == old.relation]
@@ -140,7 +137,7 @@ def index_to_bitmap_pairs(
     return pairs
 
 
-def _scan_text(name: str, index: str | None) -> str:
+def scan_text(name: str, index: str | None) -> str:
     return f"{name}({index})" if index else name
 
 
@@ -196,8 +193,8 @@ def index_to_bitmap_scan(
         old_node = node_at(base_variant.plan, old.path)
         new_node = node_at(cand_variant.plan, new.path)
         parts = [
-            f"{old.relation}: {_scan_text(short_name(old_node), old.index_name)}"
-            f" -> {_scan_text(short_name(new_node), new.index_name)}",
+            f"{old.relation}: {scan_text(short_name(old_node), old.index_name)}"
+            f" -> {scan_text(short_name(new_node), new.index_name)}",
             comparison.timing.describe(),
         ]
         if near_tie:

@@ -7,7 +7,15 @@ from typing import Any
 
 from detector.model import Finding, QueryComparison, Severity, Verdict
 from rules.base import rule
-from rules.common import emit, percentiles_text, timing_evidence
+from rules.common import (
+    emit,
+    fmt_cost,
+    percentiles_text,
+    plan_cost,
+    relative_gap,
+    timing_evidence,
+)
+from rules.gucs import SettingChange, changes_text, settings_changes, version_change
 
 
 def _timing_message(comparison: QueryComparison) -> str:
@@ -102,3 +110,84 @@ def timing_improvement(
     if comparison.timing.verdict is not Verdict.IMPROVED:
         return
     yield emit("PS201", comparison, _timing_message(comparison), _evidence(comparison))
+
+
+def _io_hint(comparison: QueryComparison) -> tuple[str, list[SettingChange]]:
+    """The differing settings that move the clock without the cost, I/O first."""
+    changes = settings_changes(comparison.baseline, comparison.candidate)
+    io = [c for c in changes if c.category == "i/o"]
+    clock = [c for c in changes if c.category in ("jit", "memory", "parallelism")]
+    named = io + clock
+    version = version_change(comparison.baseline, comparison.candidate)
+    parts: list[str] = []
+    if named:
+        parts.append("settings differ: " + changes_text(named))
+    if version:
+        parts.append(version)
+    base_read = comparison.baseline.dominant.plan.buffers_total().shared_read
+    cand_read = comparison.candidate.dominant.plan.buffers_total().shared_read
+    if cand_read > base_read:
+        parts.append(f"shared read {base_read} -> {cand_read} blocks (colder cache?)")
+    if not parts:
+        parts.append(
+            "no recorded setting differs: compare the cache state, the storage and the host"
+        )
+    return "; ".join(parts), named
+
+
+@rule("PS202", "same-plan-slower", "timing", Severity.WARNING, max_cost_change=0.05)
+def same_plan_slower(comparison: QueryComparison, options: Mapping[str, Any]) -> Iterator[Finding]:
+    """The candidate is measured slower with the same plan at the same cost.
+
+    ## What it flags
+    A query whose timing verdict is `regressed` while the dominant plan shape is
+    the same on both sides and its estimated cost moved by less than
+    `max_cost_change` (relative, default 0.05). The planner saw no difference,
+    the clock did. The message names the differing settings that change
+    durations without changing any cost (i/o first: effective_io_concurrency,
+    maintenance_io_concurrency, io_method, io_combine_limit, shared_buffers ...;
+    then jit, memory, parallelism), a server version change, and more shared
+    blocks read from outside shared_buffers. Warning: PS200 carries the error.
+
+    ## Why it matters
+    Seed 001: effective_io_concurrency 1 -> 100 made a Bitmap Heap Scan 4x faster
+    (65.6 s -> 17.8 s) with an identical plan and cost: prefetching is not in
+    the cost model (seed 000). The same holds for io_method and io_combine_limit
+    (PG 18), the cache state, checksums and the storage. A slowdown the planner
+    cannot see will not be fixed by planner settings or statistics.
+
+    ## Example
+    The same Bitmap Heap Scan, effective_io_concurrency 100 -> 1, timed on
+    uncached data (seed 001's 4x; the captured run was warm):
+
+        same plan and cost (4394.1 vs 4394.1) but 4.10x slower (95% CI
+        3.98-4.22): the duration changed without any cost change; settings
+        differ: effective_io_concurrency 100 -> 1 (default)
+
+    ## What to do
+    Restore or tune the named I/O setting (effective_io_concurrency in the
+    hundreds for SSDs, per tablespace with ALTER TABLESPACE ... SET); compare
+    shared read versus hit of the two sides (a cold cache reads), the storage
+    and the host. Re-run with more samples if nothing differs.
+    """
+    if comparison.plan_changed or comparison.timing.verdict is not Verdict.REGRESSED:
+        return
+    base_cost = plan_cost(comparison.baseline.dominant)
+    cand_cost = plan_cost(comparison.candidate.dominant)
+    gap = relative_gap(base_cost, cand_cost)
+    if gap > float(options["max_cost_change"]):
+        return
+    hint, named = _io_hint(comparison)
+    cost = "cost" if gap == 0 else f"cost within {100 * gap:.1f}%"
+    message = (
+        f"same plan and {cost} ({fmt_cost(base_cost)} vs {fmt_cost(cand_cost)}) but "
+        f"{comparison.timing.describe()}: the duration changed without any cost change; {hint}"
+    )
+    evidence: dict[str, Any] = {
+        "baseline_cost": base_cost,
+        "candidate_cost": cand_cost,
+        "cost_change": gap,
+        "settings": [c.as_evidence() for c in named],
+        **_evidence(comparison),
+    }
+    yield emit("PS202", comparison, message, evidence)

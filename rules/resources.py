@@ -1,0 +1,444 @@
+"""PS401-PS405 resources: sorts and hashes spilling to disk, lossy bitmaps, buffers, planning.
+
+Spill rules look at the candidate's dominant plan and, with `only_new` (default), stay
+quiet when the baseline's matching node (same relations beneath it) spilled too: a
+comparison reports what changed. Nodes pair by relations, never by position.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any
+
+from detector.model import Finding, PlanNode, PlanVariant, QueryComparison, Severity
+from rules.base import rule
+from rules.common import emit, fmt_blocks, fmt_count, fmt_ms, fmt_ratio, timing_evidence
+from rules.gucs import changes_text, settings_changes, version_change
+from rules.matching import RelationKey, key_text, keyed, leaf_name, own_temp_blocks, parents
+
+MEMORY = ("work_mem", "hash_mem_multiplier")
+NodeTest = Callable[[PlanNode], bool]
+Describe = Callable[
+    [QueryComparison, RelationKey, PlanNode, list[PlanNode]], tuple[str, dict[str, Any]]
+]
+
+
+def _memory_note(comparison: QueryComparison) -> str | None:
+    changes = settings_changes(comparison.baseline, comparison.candidate, MEMORY)
+    return changes_text(changes) if changes else None
+
+
+def _sort_spilled(node: PlanNode) -> bool:
+    return node.node_type == "Sort" and (
+        node.sort_space_type == "Disk" or (node.sort_method or "").startswith("external")
+    )
+
+
+def _sort_text(node: PlanNode) -> str:
+    where = {"Disk": "on disk", "Memory": "in memory"}.get(node.sort_space_type or "", "")
+    return " ".join(part for part in (node.sort_method or "sort", where) if part)
+
+
+@rule("PS401", "sort-spilled-to-disk", "resources", Severity.WARNING, only_new=True)
+def sort_spilled_to_disk(
+    comparison: QueryComparison, options: Mapping[str, Any]
+) -> Iterator[Finding]:
+    """A Sort of the candidate's plan spilled to disk (external merge).
+
+    ## What it flags
+    A Sort node in the candidate's dominant plan whose Sort Space Type is Disk
+    (Sort Method `external merge` or `external sort`). With `only_new` (default
+    true) a Sort over the same relations that spilled on the baseline too is not
+    reported. The message gives the temp blocks the sort read and wrote, how the
+    baseline sorted, and work_mem when it differs. Warning: the clock decides
+    whether it hurts (PS200).
+
+    ## Why it matters
+    A sort that does not fit in work_mem writes sorted runs to temp files and
+    merges them: extra I/O on every execution, and temp files compete with the
+    rest of the server for disk bandwidth. A lower work_mem, more rows, wider
+    rows or a new version's memory accounting can push a sort over the edge
+    without any plan change.
+
+    ## Example
+    ORDER BY c over 20000 rows, work_mem 64MB -> 64kB (PG 15):
+
+        Sort over sbtest2 spilled to disk: external merge on disk, 2083 blocks
+        (16.3 MB) of temp I/O; baseline quicksort in memory; work_mem 64MB
+        -> 64kB
+
+    ## What to do
+    Raise work_mem for this query or role (SET LOCAL work_mem), return fewer or
+    narrower rows, or provide the order from an index. Check
+    log_temp_files / pg_stat_statements.temp_blks_written in production.
+    """
+    yield from _spills(
+        comparison,
+        options,
+        code="PS401",
+        keep=lambda node: node.node_type == "Sort",
+        spilled=_sort_spilled,
+        describe=_describe_sort,
+    )
+
+
+def _describe_sort(
+    comparison: QueryComparison, key: RelationKey, node: PlanNode, base: list[PlanNode]
+) -> tuple[str, dict[str, Any]]:
+    temp = own_temp_blocks(node)
+    text = (
+        f"Sort over {key_text(key)} spilled to disk: {_sort_text(node)}, "
+        f"{fmt_blocks(temp)} of temp I/O"
+    )
+    text += "; baseline " + (_sort_text(base[0]) if base else "had no sort over these rows")
+    evidence = {
+        "sort_method": node.sort_method,
+        "sort_space_type": node.sort_space_type,
+        "temp_blocks": temp,
+        "baseline_sort_method": base[0].sort_method if base else None,
+        "baseline_sort_space_type": base[0].sort_space_type if base else None,
+    }
+    return text, evidence
+
+
+def _spills(
+    comparison: QueryComparison,
+    options: Mapping[str, Any],
+    *,
+    code: str,
+    keep: NodeTest,
+    spilled: NodeTest,
+    describe: Describe,
+) -> Iterator[Finding]:
+    cand = keyed(comparison.candidate.dominant.plan, keep)
+    base = keyed(comparison.baseline.dominant.plan, keep)
+    for key in sorted(cand):
+        for node in cand[key]:
+            if not spilled(node):
+                continue
+            before = base.get(key, [])
+            if bool(options["only_new"]) and any(spilled(old) for old in before):
+                continue
+            text, evidence = describe(comparison, key, node, before)
+            memory = _memory_note(comparison)
+            if memory:
+                text += f"; {memory}"
+            evidence = {"relations": list(key), **evidence, **timing_evidence(comparison)}
+            yield emit(code, comparison, text, evidence)
+            break
+
+
+@rule("PS402", "hash-batches", "resources", Severity.WARNING, only_new=True)
+def hash_batches(comparison: QueryComparison, options: Mapping[str, Any]) -> Iterator[Finding]:
+    """A hash table of the candidate's plan was split into batches on disk.
+
+    ## What it flags
+    A Hash node (the inner side of a Hash Join) in the candidate's dominant plan
+    with Hash Batches > 1. With `only_new` (default true) a hash over the same
+    relations that had several batches on the baseline too is not reported. The
+    message says when the batches grew at run time beyond what was planned (the
+    inner side was under-estimated), the join's temp I/O, the baseline's
+    batches, and work_mem / hash_mem_multiplier when they differ.
+
+    ## Why it matters
+    A hash table larger than work_mem x hash_mem_multiplier is split into
+    batches: both join inputs are partitioned to temp files and joined batch by
+    batch, writing and reading each row once more. When the batches grew at run
+    time the planner costed an in-memory join that did not happen.
+
+    ## Example
+    The sysbench hash join with work_mem 64kB and hash_mem_multiplier 1 (PG 15):
+
+        Hash over sbtest2: 2 batches (planned 2), 345 blocks (2.7 MB) of temp
+        I/O in the join; baseline 1 batch; work_mem 4MB (default) -> 64kB,
+        hash_mem_multiplier 2 (default) -> 1
+
+    ## What to do
+    Raise work_mem or hash_mem_multiplier (PG 13+) for the query, or fix the
+    inner side's row estimate (PS301) so the planner picks a join that fits.
+    """
+
+    def describe(
+        comparison: QueryComparison, key: RelationKey, node: PlanNode, base: list[PlanNode]
+    ) -> tuple[str, dict[str, Any]]:
+        plan = comparison.candidate.dominant.plan
+        path = next(p for p, n in plan.nodes() if n is node)
+        parent = parents(plan).get(path)
+        temp = own_temp_blocks(parent[1]) + own_temp_blocks(node) if parent else 0
+        planned = node.original_hash_batches
+        text = f"Hash over {key_text(key)}: {node.hash_batches} batches"
+        if planned is not None:
+            text += f" (planned {planned})"
+            if planned < (node.hash_batches or 0):
+                text += ": the hash grew at run time, the inner side was under-estimated"
+        text += f", {fmt_blocks(temp)} of temp I/O in the join"
+        old = [n.hash_batches for n in base if n.hash_batches is not None]
+        if old:
+            text += f"; baseline {old[0]} batch{'es' if old[0] > 1 else ''}"
+        evidence = {
+            "hash_batches": node.hash_batches,
+            "original_hash_batches": planned,
+            "temp_blocks": temp,
+            "baseline_hash_batches": old[0] if old else None,
+        }
+        return text, evidence
+
+    yield from _spills(
+        comparison,
+        options,
+        code="PS402",
+        keep=lambda node: node.node_type == "Hash",
+        spilled=lambda node: (node.hash_batches or 0) > 1,
+        describe=describe,
+    )
+
+
+@rule("PS403", "lossy-bitmap", "resources", Severity.WARNING, only_new=True)
+def lossy_bitmap(comparison: QueryComparison, options: Mapping[str, Any]) -> Iterator[Finding]:
+    """A Bitmap Heap Scan of the candidate's plan went lossy (work_mem too small).
+
+    ## What it flags
+    A Bitmap Heap Scan in the candidate's dominant plan with Lossy Heap Blocks >
+    0. With `only_new` (default true) a scan of the same relation that was lossy
+    on the baseline too is not reported. The message gives the share of lossy
+    blocks, the rows the recheck removed, the baseline's blocks and work_mem when
+    it differs.
+
+    ## Why it matters
+    The bitmap of matching rows must fit in work_mem; when it does not, PostgreSQL
+    keeps one bit per heap page instead of one per row, and every row of a lossy
+    page is read and rechecked against the condition. Seed 003 asks what lossy
+    means: this. The planner does not cost it, so the plan stays while its
+    duration grows with the data.
+
+    ## Example
+    The sysbench range over 100000 rows, Index Scan -> Bitmap Heap Scan with
+    work_mem 64kB (PG 17):
+
+        Bitmap Heap Scan on sbtest1: 2578 of 3520 heap blocks lossy (73%): every
+        row on a lossy page is rechecked; baseline read sbtest1 by Index Scan;
+        work_mem 4MB (default) -> 64kB
+
+    ## What to do
+    Raise work_mem for the query; make the condition more selective; or, if the
+    Index Scan was faster (PS101), compare random_page_cost and
+    effective_cache_size on both sides.
+    """
+
+    def describe(
+        comparison: QueryComparison, key: RelationKey, node: PlanNode, base: list[PlanNode]
+    ) -> tuple[str, dict[str, Any]]:
+        lossy, exact = node.lossy_heap_blocks or 0, node.exact_heap_blocks or 0
+        share = 100 * lossy / max(lossy + exact, 1)
+        text = (
+            f"Bitmap Heap Scan on {key_text(key)}: {lossy} of {lossy + exact} heap blocks lossy "
+            f"({share:.0f}%): every row on a lossy page is rechecked"
+        )
+        if node.rows_removed_by_recheck:
+            removed = node.rows_removed_by_recheck * (node.actual_loops or 1.0)
+            text += f" ({fmt_count(removed)} rows removed by the recheck)"
+        if base:
+            text += f"; baseline {base[0].lossy_heap_blocks or 0} lossy blocks"
+        else:
+            other = [
+                n.node_type
+                for _, n in comparison.baseline.dominant.plan.nodes()
+                if leaf_name(n) in key
+            ]
+            if other:
+                text += f"; baseline read {key_text(key)} by {other[0]}"
+        evidence = {
+            "lossy_heap_blocks": lossy,
+            "exact_heap_blocks": exact,
+            "rows_removed_by_recheck": node.rows_removed_by_recheck,
+            "baseline_lossy_heap_blocks": base[0].lossy_heap_blocks if base else None,
+        }
+        return text, evidence
+
+    yield from _spills(
+        comparison,
+        options,
+        code="PS403",
+        keep=lambda node: node.node_type == "Bitmap Heap Scan",
+        spilled=lambda node: (node.lossy_heap_blocks or 0) > 0,
+        describe=describe,
+    )
+
+
+def shared_blocks(variant: PlanVariant) -> float | None:
+    """Shared buffers (hit + read) per execution: the observations' median, else the plan's."""
+    if variant.median_shared_blocks is not None:
+        return variant.median_shared_blocks
+    if not variant.plan.analyzed:
+        return None
+    return float(variant.plan.buffers_total().shared_total)
+
+
+def temp_blocks(variant: PlanVariant) -> float | None:
+    if not variant.plan.analyzed:
+        return None
+    buffers = variant.plan.buffers_total()
+    return float(buffers.temp_read + buffers.temp_written)
+
+
+def _amplified(before: float, after: float, ratio: float, min_blocks: float) -> bool:
+    return after - before >= min_blocks and after >= ratio * before
+
+
+@rule(
+    "PS404",
+    "buffer-amplification",
+    "resources",
+    Severity.WARNING,
+    ratio=2.0,
+    min_blocks=100,
+)
+def buffer_amplification(
+    comparison: QueryComparison, options: Mapping[str, Any]
+) -> Iterator[Finding]:
+    """The candidate touches many times the buffers (shared or temp) per execution.
+
+    ## What it flags
+    Shared buffers per execution (hit + read; the median over the observations
+    of the dominant plan, else its EXPLAIN (BUFFERS) totals) or temp blocks
+    (read + written) of the candidate at least `ratio` (default 2.0) times the
+    baseline's and at least `min_blocks` (default 100) more. Plan change or not.
+    Warning: buffers predict what the clock on a warm benchmark may not show.
+
+    ## Why it matters
+    Buffers are the work a plan does, independent of how warm the cache was when
+    it was timed. Seed 004: the index-only and the plain index scan were close on
+    a warm cache and 5.4x apart on a cold one, because one touched far more heap
+    pages. Every extra shared buffer is a potential disk read once the data
+    outgrows memory, and every temp block is real I/O now.
+
+    ## Example
+    The sysbench range, Index Scan -> Seq Scan (PG 15):
+
+        shared buffers per execution 861 -> 7032 (8.17x)
+
+    ## What to do
+    Find the node that reads more (EXPLAIN (ANALYZE, BUFFERS) on both sides; the
+    plan-flip findings point at it). Time the query with a cold cache before
+    accepting the change; for temp blocks see PS401/PS402.
+    """
+    ratio, min_blocks = float(options["ratio"]), float(options["min_blocks"])
+    base, cand = comparison.baseline.dominant, comparison.candidate.dominant
+    parts: list[str] = []
+    evidence: dict[str, Any] = {"ratio_threshold": ratio}
+    for what, measure in (("shared buffers", shared_blocks), ("temp blocks", temp_blocks)):
+        before, after = measure(base), measure(cand)
+        evidence[f"baseline_{what.replace(' ', '_')}"] = before
+        evidence[f"candidate_{what.replace(' ', '_')}"] = after
+        if before is None or after is None or not _amplified(before, after, ratio, min_blocks):
+            continue
+        text = f"{what} per execution {fmt_count(round(before))} -> {fmt_count(round(after))}"
+        if before > 0:
+            text += f" ({fmt_ratio(after / before)}x)"
+        parts.append(text)
+    if not parts:
+        return
+    read_before = base.plan.buffers_total().shared_read
+    read_after = cand.plan.buffers_total().shared_read
+    if read_after > read_before:
+        parts.append(f"read from outside shared_buffers {read_before} -> {read_after}")
+    evidence["plan_changed"] = comparison.plan_changed
+    yield emit("PS404", comparison, "; ".join(parts), {**evidence, **timing_evidence(comparison)})
+
+
+def _quartiles(values: list[float]) -> tuple[float, float, float]:
+    q1, q2, q3 = statistics.quantiles(values, n=4, method="inclusive")
+    return q1, q2, q3
+
+
+@rule(
+    "PS405",
+    "planning-time-regression",
+    "resources",
+    Severity.WARNING,
+    min_ratio=1.5,
+    min_delta_ms=0.5,
+    min_samples=5,
+)
+def planning_time_regression(
+    comparison: QueryComparison, options: Mapping[str, Any]
+) -> Iterator[Finding]:
+    """Planning the query takes clearly longer on the candidate.
+
+    ## What it flags
+    With at least `min_samples` (default 5) planning times per side, the
+    candidate's median planning time is at least `min_ratio` (default 1.5) times
+    and `min_delta_ms` (default 0.5) milliseconds above the baseline's, and the
+    two distributions do not overlap in their middle halves (the candidate's
+    25th percentile is above the baseline's 75th). Medians and quartiles, not
+    means: one slow planning (a cold catalog cache) does not make a regression.
+    The message names differing join-search settings, a version change, and says
+    when planning now takes longer than execution.
+
+    ## Why it matters
+    Planning time is paid on every execution of an unprepared statement, and for
+    short OLTP queries it can exceed the execution. It grows steeply with the
+    number of joined relations the planner searches exhaustively
+    (join_collapse_limit, from_collapse_limit; geqo above geqo_threshold), with
+    partitions that cannot be pruned at plan time, and with statistics targets.
+    EXPLAIN ANALYZE and pg_stat_statements (track_planning) report it apart from
+    execution, so an execution-time comparison misses it.
+
+    ## Example
+    A 10-way star join, join_collapse_limit 8 -> 12 (PG 15), the same plan:
+
+        planning 1.54 ms -> 8.96 ms median (5.82x; p25 8.70 ms above the
+        baseline's p75 1.58 ms); join_collapse_limit 8 (default) -> 12, ...;
+        planning now takes longer than execution (median 0.851 ms)
+
+    ## What to do
+    Use prepared statements (or a pooler that keeps them) so plans are reused;
+    keep join_collapse_limit / from_collapse_limit at their defaults unless the
+    plans measurably improve; prune partitions at plan time (constants rather
+    than parameters, or fewer partitions).
+    """
+    base = sorted(comparison.baseline.planning_ms)
+    cand = sorted(comparison.candidate.planning_ms)
+    if min(len(base), len(cand)) < max(int(options["min_samples"]), 2):
+        return
+    b25, b50, b75 = _quartiles(base)
+    c25, c50, c75 = _quartiles(cand)
+    if c50 - b50 < float(options["min_delta_ms"]) or c50 < float(options["min_ratio"]) * b50:
+        return
+    if c25 <= b75:
+        return
+    ratio = c50 / b50 if b50 > 0 else None
+    head = f"planning {fmt_ms(b50)} -> {fmt_ms(c50)} median"
+    spread = f"p25 {fmt_ms(c25)} above the baseline's p75 {fmt_ms(b75)}"
+    head += f" ({fmt_ratio(ratio)}x; {spread})" if ratio else f" ({spread})"
+    parts = [head]
+    search = [
+        c
+        for c in settings_changes(comparison.baseline, comparison.candidate)
+        if c.category == "join search" or c.name == "default_statistics_target"
+    ]
+    if search:
+        parts.append(changes_text(search))
+    version = version_change(comparison.baseline, comparison.candidate)
+    if version:
+        parts.append(version)
+    execution = comparison.candidate.timing
+    if execution is not None and c50 > execution.median_ms:
+        parts.append(
+            f"planning now takes longer than execution (median {fmt_ms(execution.median_ms)})"
+        )
+    evidence: dict[str, Any] = {
+        "baseline_planning_median_ms": b50,
+        "candidate_planning_median_ms": c50,
+        "baseline_planning_p25_ms": b25,
+        "baseline_planning_p75_ms": b75,
+        "candidate_planning_p25_ms": c25,
+        "candidate_planning_p75_ms": c75,
+        "planning_ratio": ratio,
+        "baseline_planning_samples": len(base),
+        "candidate_planning_samples": len(cand),
+        "settings": [c.as_evidence() for c in search],
+        **timing_evidence(comparison),
+    }
+    yield emit("PS405", comparison, "; ".join(parts), evidence)

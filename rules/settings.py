@@ -1,0 +1,132 @@
+"""PS500 settings: the GUCs and server versions that differ where the plan changed."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from detector.model import Finding, Plan, QueryComparison, Severity
+from rules.base import rule
+from rules.common import emit, timing_evidence
+from rules.gucs import CATEGORIES, SettingChange, normalized, settings_changes, version_change
+
+#: enable_* setting -> the node it allows (Aggregate means a hashed Aggregate)
+ENABLES: Mapping[str, str] = {
+    "enable_seqscan": "Seq Scan",
+    "enable_indexscan": "Index Scan",
+    "enable_indexonlyscan": "Index Only Scan",
+    "enable_bitmapscan": "Bitmap Heap Scan",
+    "enable_tidscan": "Tid Scan",
+    "enable_nestloop": "Nested Loop",
+    "enable_hashjoin": "Hash Join",
+    "enable_mergejoin": "Merge Join",
+    "enable_hashagg": "Aggregate",
+    "enable_sort": "Sort",
+    "enable_incremental_sort": "Incremental Sort",
+    "enable_material": "Materialize",
+    "enable_memoize": "Memoize",
+    "enable_gathermerge": "Gather Merge",
+}
+
+
+def _node_types(plan: Plan) -> set[str]:
+    found: set[str] = set()
+    for _, node in plan.nodes():
+        if node.node_type == "Aggregate" and node.strategy != "Hashed":
+            continue
+        found.add(node.node_type)
+    return found
+
+
+def _is_off(value: str | None) -> bool:
+    return value is not None and normalized(value) in ("off", "false", "0")
+
+
+def explained_by(change: SettingChange, base_plan: Plan, cand_plan: Plan) -> str | None:
+    """`forbids the baseline's Index Scan` when an enable_* switch explains a node's flip."""
+    node = ENABLES.get(change.name)
+    if node is None:
+        return None
+    before = change.before if change.before is not None else change.before_default
+    after = change.after if change.after is not None else change.after_default
+    base_types, cand_types = _node_types(base_plan), _node_types(cand_plan)
+    if _is_off(after) and not _is_off(before) and node in base_types - cand_types:
+        return f"forbids the baseline's {node}"
+    if _is_off(before) and not _is_off(after) and node in cand_types - base_types:
+        return f"allows the candidate's {node}"
+    return None
+
+
+@rule("PS500", "settings-explain-flip", "settings", Severity.INFO)
+def settings_explain_flip(
+    comparison: QueryComparison, options: Mapping[str, Any]
+) -> Iterator[Finding]:
+    """The plan changed and the two sides ran with different settings or versions.
+
+    ## What it flags
+    A query whose dominant plan shape changed (PS100) when the baseline and the
+    candidate differ in settings or in server version. Settings are the targets'
+    recorded GUCs laid over each plan's EXPLAIN (SETTINGS) list; a setting
+    absent on one side counts as the server default (known defaults compare
+    equal, so `random_page_cost = 4` against an unset one is no difference). The
+    message lists the differences by category: cost units, plan methods
+    (enable_*), memory, parallelism, jit, join search, i/o, other; an enable_*
+    switch that forbids a node the baseline used, or allows one the candidate
+    uses, says so. Info: it explains a flip that the plan-flip rules rate.
+
+    ## Why it matters
+    Most plan flips in a config change or an upgrade come from a setting:
+    random_page_cost moves the index/sequential crossover (seed 000: lowering it
+    to 1.1 makes index scans look 4x cheaper), work_mem decides hash versus sort
+    and lossy bitmaps, enable_* forbid whole node types, and a new version brings
+    new defaults (PG 18: effective_io_concurrency 16, io_method worker) along
+    with planner changes. Naming the difference turns "the plan changed" into
+    "this setting changed the plan".
+
+    ## Example
+    The sysbench range, random_page_cost 4 -> 1.1 (PG 15):
+
+        plan changed; the sides differ: cost units: random_page_cost 4 ->
+        1.1 (costs are in different units)
+
+    ## What to do
+    Decide whether the setting change is intended; re-run the comparison with
+    only that setting changed to confirm it explains the flip (planshift
+    variants). Calibrate cost settings to the storage and cache the queries
+    really see, and treat enable_* = off as a diagnostic, never as configuration.
+    """
+    if not comparison.plan_changed:
+        return
+    changes = settings_changes(comparison.baseline, comparison.candidate)
+    version = version_change(comparison.baseline, comparison.candidate)
+    if not changes and version is None:
+        return
+    base_plan = comparison.baseline.dominant.plan
+    cand_plan = comparison.candidate.dominant.plan
+    groups: list[str] = []
+    explained: dict[str, str] = {}
+    for category in CATEGORIES:
+        texts = []
+        for change in (c for c in changes if c.category == category):
+            text = change.text()
+            reason = explained_by(change, base_plan, cand_plan)
+            if reason:
+                text += f" ({reason})"
+                explained[change.name] = reason
+            texts.append(text)
+        if texts:
+            note = " (costs are in different units)" if category == "cost units" else ""
+            groups.append(f"{category}: {', '.join(texts)}{note}")
+    if version is not None:
+        groups.append(version)
+    evidence: dict[str, Any] = {
+        "settings": [c.as_evidence() for c in changes],
+        "explained_by": explained,
+        "baseline_version": comparison.baseline.server_version_num,
+        "candidate_version": comparison.candidate.server_version_num,
+        "baseline_signature": comparison.baseline.dominant.signature,
+        "candidate_signature": comparison.candidate.dominant.signature,
+        **timing_evidence(comparison),
+    }
+    message = "plan changed; the sides differ: " + "; ".join(groups)
+    yield emit("PS500", comparison, message, evidence)
