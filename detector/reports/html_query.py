@@ -87,7 +87,7 @@ def borrowed(variant: PlanVariant) -> bool:
     return _far(variant.plan.total_cost, variant.median_cost, 1.1) or (
         variant.median_shared_blocks is not None
         and abs(variant.plan.buffers_total().shared_total - variant.median_shared_blocks) > 10
-        and _far(variant.plan.buffers_total().shared_total, variant.median_shared_blocks, 1.5)
+        and _far(variant.plan.buffers_total().shared_total, variant.median_shared_blocks, 1.2)
     )
 
 
