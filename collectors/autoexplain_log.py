@@ -11,14 +11,17 @@ from __future__ import annotations
 
 import gc
 import hashlib
-import json
+import multiprocessing
+import os
 import re
-from collections.abc import Callable
+from collections import deque
+from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass, field
-from datetime import datetime
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import BinaryIO
 
+from collectors.log_batches import BatchParser, ParsedBatch, parse_in_worker
 from collectors.log_formats import (
     FORMATS,
     Batch,
@@ -29,18 +32,14 @@ from collectors.log_formats import (
     detect_format,
     open_log,
 )
-from collectors.log_plans import EntryError, LoggedPlan, QueryKeys, read_entry
 from collectors.log_prefix import PrefixParser, TimeParser
 from collectors.log_records import CsvReader, JsonlogReader
-from collectors.log_rows import FAST_PATH, ShapeCache, ShapeError, observation_row
 from detector.errors import PlanshiftError
-from detector.model import Observation
 from detector.store import Store
-from detector.store_ingest import LedgerUpdate, LogEntryInfo, LogFileRecord
-from detector.store_records import utc_now
-from detector.store_rows import NewPlan, observation_rows
+from detector.store_ingest import LedgerUpdate, LogFileRecord
 
 HEAD_BYTES = 64 << 10
+PARALLEL_FROM_BYTES = 32 << 20  # smaller files: worker start-up costs more than it saves
 KEEP_PROBLEMS = 20  # per file, in the report (the store keeps them all)
 _SPACES = re.compile(r"\s+")
 
@@ -53,6 +52,7 @@ class IngestOptions:
     log_format: str | None = None  # None: detect stderr / csvlog / jsonlog
     log_timezone: str | None = None  # for zone abbreviations other than UTC/GMT
     batch_size: int = 2000
+    workers: int = field(default_factory=lambda: min(2, os.cpu_count() or 1))
 
 
 @dataclass
@@ -92,14 +92,12 @@ class LogIngest:
         self.target_id = target_id
         self.options = options
         self.prefix = PrefixParser(options.log_line_prefix)
-        self.keys = QueryKeys()
         self.known_queries: set[str] = set(store.queries())
-        self.shapes = ShapeCache({})
-        self.last_time: datetime | None = None
         runs = [t.run_id for t in store.targets() if t.target_id == target_id]
         if not runs:
             raise PlanshiftError(f"no target with id {target_id} in the store")
         self.run_id = runs[0]
+        self.parser = BatchParser(self.run_id, target_id)
 
     def ingest(self, path: Path, progress: Progress | None = None) -> FileReport:
         """Read one file from where its ledger row says, storing batch by batch."""
@@ -138,13 +136,33 @@ class LogIngest:
             times = TimeParser(self.options.log_timezone)
             reader = self._reader(log_format, stream, position, times)
             done = position.offset
-            for batch in reader.batches():
-                self._store_batch(file_id, path, head, batch, report)
+            for batch, parsed in self._parsed(reader, path):
+                self._store_batch(file_id, path, head, batch, parsed, report)
                 if progress is not None:
                     progress(batch.checkpoint.high_offset - done)
                 done = batch.checkpoint.high_offset
             report.unknown_zones = times.unknown_zones
         return report
+
+    def _parsed(self, reader: LogReader, path: Path) -> Iterator[tuple[Batch, ParsedBatch]]:
+        """Batches with their rows, in order; parsed by worker processes for large files."""
+        workers = self.options.workers
+        if workers <= 1 or path.stat().st_size < PARALLEL_FROM_BYTES:
+            for batch in reader.batches():
+                yield batch, self.parser.parse(batch.entries)
+            return
+        context = multiprocessing.get_context("spawn")  # no fork of a process holding DuckDB
+        with ProcessPoolExecutor(workers, mp_context=context) as pool:
+            pending: deque[tuple[Batch, Future[ParsedBatch]]] = deque()
+            for batch in reader.batches():
+                job = pool.submit(parse_in_worker, self.run_id, self.target_id, batch.entries)
+                pending.append((batch, job))
+                if len(pending) > 2 * workers:  # bounded read-ahead: memory stays flat
+                    done, future = pending.popleft()
+                    yield done, future.result()
+            while pending:
+                done, future = pending.popleft()
+                yield done, future.result()
 
     def _ledger_row(self, head: bytes) -> LogFileRecord | None:
         best: LogFileRecord | None = None
@@ -166,43 +184,16 @@ class LogIngest:
         return JsonlogReader(stream, position, times, size)
 
     def _store_batch(
-        self, file_id: int, path: Path, head: bytes, batch: Batch, report: FileReport
-    ) -> None:
-        rows: list[tuple[Any, ...]] = []
-        shapes: dict[str, NewPlan] = {}
-        infos: list[LogEntryInfo] = []
-        queries: dict[str, tuple[str, str, int | None]] = {}
-        problems = list(batch.problems)
-        for entry in batch.entries:
-            try:
-                logged = read_entry(entry)
-                identity = self.keys.identify(logged.query_text, logged.queryid)
-                when = entry.time or self.last_time or utc_now()
-                params = logged.params or json.dumps(list(identity.literals))
-                row, shape = self._row(logged, identity.key, params, when)
-            except (EntryError, ShapeError) as exc:
-                kind = exc.kind if isinstance(exc, EntryError) else "bad-plan"
-                problems.append(Problem(entry.line, kind, str(exc)))
-                continue
-            self.last_time = when
-            if identity.key not in self.known_queries:
-                self.known_queries.add(identity.key)
-                queries[identity.key] = (query_name(identity.sql), identity.sql, logged.queryid)
-            if shape is not None:
-                shapes.setdefault(shape.fingerprint, shape)
-            rows.append(row)
-            infos.append(
-                LogEntryInfo(
-                    entry.line,
-                    entry.offset,
-                    entry.pid,
-                    entry.database,
-                    entry.user,
-                    logged.queryid,
-                    logged.plan_format,
-                    logged.analyzed,
-                )
-            )
+        self, file_id: int, path: Path, head: bytes, batch: Batch, parsed: ParsedBatch,
+        report: FileReport,
+    ) -> None:  # fmt: skip
+        problems = batch.problems + parsed.problems
+        queries = {
+            key: (query_name(sql), sql, queryid)
+            for key, (sql, queryid) in parsed.queries.items()
+            if key not in self.known_queries
+        }
+        self.known_queries.update(queries)
         checkpoint = batch.checkpoint
         ledger = LedgerUpdate(
             path=str(path),
@@ -213,52 +204,14 @@ class LogIngest:
             high_offset=checkpoint.high_offset,
             pending_starts=checkpoint.pending_starts,
             entries=batch.messages,
-            plans=len(rows),
+            plans=len(parsed.rows),
             problems=len(problems),
         )
         found = [(p.line, p.kind, p.message) for p in problems]
         self.store.add_log_batch(
-            file_id, rows, list(shapes.values()), infos, queries, found, ledger
+            file_id, parsed.rows, list(parsed.shapes.values()), parsed.infos, queries, found, ledger
         )
         report.messages += batch.messages
-        report.plans += len(rows)
+        report.plans += len(parsed.rows)
         report.add_problems(problems)
         report.incomplete.extend(batch.incomplete)
-
-    def _row(
-        self, logged: LoggedPlan, key: str, params: str, when: datetime
-    ) -> tuple[tuple[Any, ...], NewPlan | None]:
-        """The observations row, and the plan shape when this ingest sees it first."""
-        if FAST_PATH:
-            found, shape, heap = self.shapes.lookup(logged.document, logged.plan_json, when)
-            row = observation_row(
-                logged.document,
-                run_id=self.run_id,
-                target_id=self.target_id,
-                query_key=key,
-                params=params,
-                fingerprint_=found,
-                heap=heap,
-                duration_ms=logged.duration_ms,
-                collected_at=when,
-            )
-            return row, shape
-        try:  # the store's columns changed: go through the model (slower, always right)
-            plan = logged.plan()
-        except PlanshiftError as exc:
-            raise ShapeError(str(exc)) from None
-        observation = Observation(
-            target_id=self.target_id,
-            query_key=key,
-            params=params,
-            plan=plan,
-            plan_json=logged.plan_json(),
-            duration_ms=plan.execution_ms if plan.execution_ms is not None else logged.duration_ms,
-            planning_ms=plan.planning_ms,
-            client_ms=None,
-            sample_index=0,
-            collected_at=when,
-            source="log",
-        )
-        rows, shapes = observation_rows([observation], {self.target_id: self.run_id})
-        return rows[0], next(iter(shapes.values()))
