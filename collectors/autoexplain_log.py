@@ -52,7 +52,7 @@ class IngestOptions:
     log_format: str | None = None  # None: detect stderr / csvlog / jsonlog
     log_timezone: str | None = None  # for zone abbreviations other than UTC/GMT
     batch_size: int = 2000
-    workers: int = field(default_factory=lambda: min(2, os.cpu_count() or 1))
+    workers: int = field(default_factory=lambda: default_workers())
 
 
 @dataclass
@@ -73,6 +73,12 @@ class FileReport:
         room = KEEP_PROBLEMS - len(self.problems)
         if room > 0:
             self.problems.extend(problems[:room])
+
+
+def default_workers() -> int:
+    """Parsing workers besides the writing process: none on 1-2 cores (measured slower)."""
+    cores = os.cpu_count() or 1
+    return 1 if cores <= 2 else min(4, cores - 1)
 
 
 def query_name(sql: str) -> str:

@@ -142,7 +142,7 @@ def observation_row(
         float(execution) if isinstance(execution, (int, float)) else duration_ms,
         float(planning) if isinstance(planning, (int, float)) else None,
         None,
-        *(_count(root, key) for key in _BUFFER_KEYS),
+        *[_count(root, key) for key in _BUFFER_KEYS],
         heap[0], heap[1],
         float(io_read) if isinstance(io_read, (int, float)) else 0.0,
         to_utc_naive(collected_at),

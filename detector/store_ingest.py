@@ -334,7 +334,7 @@ class StoreIngestMixin(StoreBase):
 
 
 def _numpy_column(values: Sequence[Any], data_type: str) -> Any:
-    has_null = any(value is None for value in values)
+    has_null = None in values
     if data_type in ("BIGINT", "INTEGER") and not has_null:
         return np.array(values, dtype=np.int64)
     if data_type == "DOUBLE" and not has_null:
