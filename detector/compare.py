@@ -268,7 +268,11 @@ def window_pairs(
             by_side.setdefault(side.target_id, []).append(group)
         summaries.update({(s.query_key, s.point, s.target_id): s for s in summary})
     queries = store.queries()
-    plans = _Plans(store)
+    make_plans: Any = _Plans
+    try:  # newer pairing reads per-target example plans: log windows have none
+        plans = make_plans(store, [])
+    except TypeError:
+        plans = make_plans(store)
     pairs = []
     for (key, point), by_side in groups.items():
         record = queries.get(key)

@@ -14,7 +14,7 @@ import statistics
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime, time, timedelta
 from itertools import pairwise
 
 from detector.errors import PlanshiftError
@@ -79,13 +79,13 @@ def parse_time(text: str, reference: datetime | None = None) -> datetime:
         moment = datetime.fromisoformat(value)
     except ValueError:
         try:
-            clock = datetime.strptime(value, "%H:%M:%S" if value.count(":") == 2 else "%H:%M")
+            clock = time.fromisoformat(value)
         except ValueError:
             raise PlanshiftError(
                 f"cannot read the time {text!r}", "use 2026-11-22T14:05:00 or 14:05 (UTC)"
             ) from None
         day = (reference or datetime.now(UTC)).date()
-        moment = datetime.combine(day, clock.time())
+        moment = datetime.combine(day, clock)
     return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
 
 
