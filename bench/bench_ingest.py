@@ -195,6 +195,7 @@ def main() -> None:
     large, small = workdir / "large.log", workdir / "small.log"
     count = replicate(entries, large, args.size_mb * MB, seed=11)
     slice_log(large, small, args.small_mb)
+    print(f"load average before the runs: {os.getloadavg()[0]:.1f} (processes sharing the cores)")
     print(
         f"log: {large.stat().st_size / MB:.0f} MB, {count} auto_explain JSON entries "
         f"(repeating {len(entries)} real ones from PostgreSQL 15/17/18), 64 pids, {os.cpu_count()} cores"
@@ -207,7 +208,8 @@ def main() -> None:
             f"planshift ingest {figures['mb']:.0f} MB: {figures['wall_s']:.1f} s, "
             f"{figures['mb_s']:.1f} MB/s, {figures['plans_s']:.0f} plans/s, "
             f"peak RSS {figures['rss_mb']:.0f} MB (workers {figures['worker_rss_mb']:.0f} MB), "
-            f"CPU {figures['cpu_s']:.1f} s, {figures['problems']} problems"
+            f"CPU {figures['cpu_s']:.1f} s ({figures['mb'] / figures['cpu_s']:.1f} MB per CPU "
+            f"second), {figures['problems']} problems"
         )
     single = measure_ingest(small, workdir, 1)
     results["small_one_process"] = single
