@@ -6,7 +6,7 @@ from collections import defaultdict
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from detector.model import Plan, PlanVariant, Side, TimingStats
+from detector.model import Plan, PlanVariant, Side, TimingStats, parse_plan
 from detector.store import PlanGroup, QueryRecord, SideSummary, Store, TargetRecord
 
 
@@ -36,17 +36,27 @@ def point_order(point: str | None) -> tuple[int, float, str]:
 
 
 class _Plans:
-    """Signature and parsed representative plan per fingerprint, read once per comparison."""
+    """Signature and plan per group: this target's own EXPLAIN of this query, point and shape
+    (plan_examples) when stored, else the shape's first EXPLAIN (logs, older stores)."""
 
-    def __init__(self, store: Store) -> None:
+    def __init__(self, store: Store, target_ids: list[int]) -> None:
         self.store = store
-        self.cache: dict[str, tuple[str, Plan]] = {}
+        self.examples = store.plan_examples(target_ids)
+        self.shared: dict[str, tuple[str, Plan]] = {}
+        self.parsed: dict[str, Plan] = {}
 
-    def get(self, fingerprint: str) -> tuple[str, Plan]:
-        if fingerprint not in self.cache:
+    def get(self, group: PlanGroup) -> tuple[str, Plan]:
+        fingerprint = group.fingerprint
+        if fingerprint not in self.shared:
             record = self.store.plan_record(fingerprint)
-            self.cache[fingerprint] = (record.signature, self.store.plan(fingerprint))
-        return self.cache[fingerprint]
+            self.shared[fingerprint] = (record.signature, parse_plan(record.plan_json))
+        signature, plan = self.shared[fingerprint]
+        example = self.examples.get((group.target_id, group.query_key, group.point, fingerprint))
+        if example is None:
+            return signature, plan
+        if example not in self.parsed:
+            self.parsed[example] = parse_plan(example)
+        return signature, self.parsed[example]
 
 
 def _side(
@@ -54,7 +64,7 @@ def _side(
 ) -> Side:
     variants = []
     for group in groups:
-        signature, plan = plans.get(group.fingerprint)
+        signature, plan = plans.get(group)
         variants.append(
             PlanVariant(
                 fingerprint=group.fingerprint,
@@ -102,7 +112,7 @@ def pair_sides(
         groups[(group.query_key, group.point)][group.target_id].append(group)
     summaries = {(s.query_key, s.point, s.target_id): s for s in store.side_summaries(ids)}
     queries: Mapping[str, QueryRecord] = store.queries()
-    plans = _Plans(store)
+    plans = _Plans(store, ids)
     pairs = []
     for (key, point), by_target in groups.items():
         record = queries.get(key)

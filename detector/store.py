@@ -55,13 +55,14 @@ __all__ = [
     "PlanGroup",
     "PlanRecord",
     "QueryRecord",
-    "SideSummary",
     "RunRecord",
+    "SideSummary",
     "Store",
     "TargetRecord",
 ]
 
 DEFAULT_STORE_PATH = Path("planshift.duckdb")
+PLAN_EXAMPLE_COLUMNS = ("target_id", "query_key", "point", "fingerprint", "plan_json")
 
 
 class Store(StoreReadsMixin, StoreGroupsMixin, StoreResultsMixin, StoreIngestMixin):
@@ -288,12 +289,31 @@ class Store(StoreReadsMixin, StoreGroupsMixin, StoreResultsMixin, StoreIngestMix
                 self._insert_rows("plans", PLAN_COLUMNS, plan_rows)
                 self._insert_rows("plan_nodes", PLAN_NODE_COLUMNS, node_rows)
                 self._insert_rows("observations", OBSERVATION_COLUMNS[1:], rows)
+                self._insert_rows("plan_examples", PLAN_EXAMPLE_COLUMNS, self._new_examples(observations, rows))
         except (duckdb.ConversionException, duckdb.ConstraintException) as exc:
             raise PlanshiftError(
                 f"cannot store {len(observations)} observations: {exc}",
                 "nothing of this batch was stored; check the observation values",
             ) from exc
         return len(observations)
+
+    def _new_examples(
+        self, observations: Sequence[Observation], rows: Sequence[Sequence[Any]]
+    ) -> list[tuple[Any, ...]]:
+        """The first EXPLAIN of each target x query x point x shape not stored yet."""
+        first: dict[tuple[int, str, str | None, str], tuple[int, str]] = {}
+        for obs, row in zip(observations, rows, strict=True):
+            key = (obs.target_id, obs.query_key, obs.point, row[OBSERVATION_COLUMNS.index("fingerprint") - 1])
+            if key not in first or obs.sample_index < first[key][0]:
+                first[key] = (obs.sample_index, obs.plan_json)
+        stored = set(
+            self._con.execute(
+                "SELECT target_id, query_key, point, fingerprint FROM plan_examples "
+                "WHERE target_id IN (SELECT unnest($1::BIGINT[]))",
+                [sorted({key[0] for key in first})],
+            ).fetchall()
+        )
+        return [(*key, plan_json) for key, (_, plan_json) in first.items() if key not in stored]
 
     def _runs_of_targets(self, target_ids: Iterable[int]) -> dict[int, int]:
         rows = self._con.execute(

@@ -76,6 +76,15 @@ class StoreGroupsMixin(StoreBase):
             for key, point, target, fp, samples, durations, planning, median_ms, cost, blocks in rows
         ]
 
+    def plan_examples(self, target_ids: Sequence[int]) -> dict[tuple[int, str, str | None, str], str]:
+        """EXPLAIN JSON per (target, query, point, fingerprint), where the store has one."""
+        rows = self._con.execute(
+            "SELECT target_id, query_key, point, fingerprint, plan_json FROM plan_examples "
+            "WHERE target_id IN (SELECT unnest($1::BIGINT[]))",
+            [list(target_ids)],
+        ).fetchall()
+        return {(t, q, p, f): plan_json for t, q, p, f, plan_json in rows}
+
     def side_summaries(self, target_ids: Sequence[int]) -> list[SideSummary]:
         rows = self._con.execute(_SUMMARIES, [list(target_ids)]).fetchall()
         return [SideSummary(*row) for row in rows]
