@@ -158,3 +158,24 @@ def test_plan_count_matches_executions(tmp_path: Path) -> None:
     # 2 queries x (4 + 1 warm-up) x 3 sides
     assert plan_count(workload, 3, RunOptions()) == 30
     assert plan_count(workload, 2, RunOptions(repetitions=10, warmup=0, queries=("range",))) == 20
+
+
+def test_each_query_point_and_target_keeps_its_own_explain(
+    tmp_path: Path, pg15: EmbeddedCluster, fresh_db: FreshDb
+) -> None:
+    from detector.compare import CompareOptions, compare_sides, resolve_side
+
+    text = WORKLOAD.split("[[queries]]")[0] + """
+[[queries]]
+name = "swept"
+sql = "SELECT v FROM t WHERE id BETWEEN 100 AND 100 + %(n)s - 1"
+sweep = { param = "n", values = [5, 50] }
+"""
+    store, run_id = run(tmp_path, fresh_db(pg15), text)
+    with store:
+        base, cand = resolve_side(store, "index", run_id), resolve_side(store, "bitmap", run_id)
+        examples = store.plan_examples([base.target_id, cand.target_id])
+        assert len(examples) == 4  # 2 targets x 2 points, one shape each
+        result = compare_sides(store, base, cand, CompareOptions(noise_run=None))
+    rows = {q.point: q.baseline.dominant.plan.root.actual_rows_total for q in result.queries}
+    assert rows == {"n=5": 5, "n=50": 50}, "per-node numbers come from this point's own EXPLAIN"
