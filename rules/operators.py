@@ -57,11 +57,11 @@ def parallelism_changed(
 
     ## Example
     The parallel scan of sbtest1 with max_parallel_workers 0 on the candidate
-    (PG 15):
+    (PG 17, as captured):
 
-        Gather over sbtest1: 0 of 2 planned workers launched (max_parallel_workers
-        default -> 0): the leader ran the parallel plan alone; 1.11x faster
-        (95% CI 1.08-1.14)
+        Gather over sbtest1: 0 of 2 planned workers launched
+        (max_parallel_workers 8 (default) -> 0): the leader ran the parallel
+        plan alone; 1.96x slower (95% CI 1.94-2.02)
 
     ## What to do
     For workers not launched: raise max_parallel_workers / max_worker_processes,
@@ -163,9 +163,10 @@ def jit_newly_used(comparison: QueryComparison, options: Mapping[str, Any]) -> I
     ## Example
     JIT on with every threshold at 0 on the candidate, the same plan (PG 15):
 
-        JIT newly used: 43.6 ms compiling in a 102 ms execution (43%);
-        jit settings: jit off -> on (default), jit_above_cost 100000 (default)
-        -> 0, ...; 1.40x slower (95% CI 1.36-1.44)
+        JIT newly used: 43.6 ms compiling in a 102 ms execution (43%); jit
+        settings: jit off -> on, jit_above_cost 100000 (default) -> 0,
+        jit_inline_above_cost 500000 (default) -> 0, jit_optimize_above_cost
+        500000 (default) -> 0; 1.43x slower (95% CI 1.39-1.46)
 
     ## What to do
     Raise jit_above_cost (and the inline/optimize thresholds) above the cost of
@@ -260,10 +261,10 @@ def sort_aggregate_strategy_changed(
 
     ## Example
     GROUP BY k over sbtest2 (20000 rows), enable_hashagg off on the candidate
-    (PG 15):
+    (PG 18):
 
         grouping over sbtest2: HashAggregate -> GroupAggregate (with a Sort);
-        1.40x slower (95% CI 1.36-1.44)
+        1.65x slower (95% CI 1.62-1.69)
 
     ## What to do
     Compare the estimated number of groups with the actual (PS301) and work_mem /

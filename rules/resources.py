@@ -65,8 +65,8 @@ def sort_spilled_to_disk(
     ORDER BY c over 20000 rows, work_mem 64MB -> 64kB (PG 15):
 
         Sort over sbtest2 spilled to disk: external merge on disk, 2083 blocks
-        (16.3 MB) of temp I/O; baseline quicksort in memory; work_mem 64MB
-        -> 64kB
+        (16.3 MB) of temp I/O; baseline quicksort in memory; work_mem 64MB ->
+        64kB
 
     ## What to do
     Raise work_mem for this query or role (SET LOCAL work_mem), return fewer or
@@ -148,11 +148,11 @@ def hash_batches(comparison: QueryComparison, options: Mapping[str, Any]) -> Ite
     time the planner costed an in-memory join that did not happen.
 
     ## Example
-    The sysbench hash join with work_mem 64kB and hash_mem_multiplier 1 (PG 15):
+    The sysbench hash join with work_mem 64kB and hash_mem_multiplier 1 (PG 17):
 
-        Hash over sbtest2: 2 batches (planned 2), 345 blocks (2.7 MB) of temp
-        I/O in the join; baseline 1 batch; work_mem 4MB (default) -> 64kB,
-        hash_mem_multiplier 2 (default) -> 1
+        Hash over sbtest2 b: 2 batches (planned 2), 690 blocks (5.4 MB) of
+        temp I/O in the join; baseline 1 batch; hash_mem_multiplier 2
+        (default) -> 1, work_mem 4MB (default) -> 64kB
 
     ## What to do
     Raise work_mem or hash_mem_multiplier (PG 13+) for the query, or fix the
@@ -216,9 +216,10 @@ def lossy_bitmap(comparison: QueryComparison, options: Mapping[str, Any]) -> Ite
     The sysbench range over 100000 rows, Index Scan -> Bitmap Heap Scan with
     work_mem 64kB (PG 17):
 
-        Bitmap Heap Scan on sbtest1: 2578 of 3520 heap blocks lossy (73%): every
-        row on a lossy page is rechecked; baseline read sbtest1 by Index Scan;
-        work_mem 4MB (default) -> 64kB
+        Bitmap Heap Scan on sbtest1: 2578 of 3520 heap blocks lossy (73%):
+        every row on a lossy page is rechecked (11 rows removed by the
+        recheck); baseline read sbtest1 by Index Scan; work_mem 4MB (default)
+        -> 64kB
 
     ## What to do
     Raise work_mem for the query; make the condition more selective; or, if the
@@ -386,11 +387,12 @@ def planning_time_regression(
     execution, so an execution-time comparison misses it.
 
     ## Example
-    A 10-way star join, join_collapse_limit 8 -> 12 (PG 15), the same plan:
+    A 10-way star join, join_collapse_limit 8 -> 12, the same plan (PG 15):
 
-        planning 1.54 ms -> 8.96 ms median (5.82x; p25 8.70 ms above the
-        baseline's p75 1.58 ms); join_collapse_limit 8 (default) -> 12, ...;
-        planning now takes longer than execution (median 0.851 ms)
+        planning 1.53 ms -> 8.99 ms median (5.87x; p25 8.82 ms above the
+        baseline's p75 1.56 ms); from_collapse_limit 8 (default) -> 12,
+        geqo_threshold 12 (default) -> 14, join_collapse_limit 8 (default) ->
+        12; planning now takes longer than execution (median 0.633 ms)
 
     ## What to do
     Use prepared statements (or a pooler that keeps them) so plans are reused;

@@ -123,11 +123,11 @@ def index_to_seq_scan(comparison: QueryComparison, options: Mapping[str, Any]) -
     for the other queries.
 
     ## Example
-    The sysbench range (2000 of 200000 rows), PG 15, index scans disabled on the
-    candidate:
+    The sysbench range (2000 of 200000 rows), index scans disabled on the
+    candidate (PG 15, as captured):
 
-        sbtest1: IndexScan(sbtest1_pkey) -> SeqScan reading 200000 rows
-        (7032 blocks) to return 2000; 29.56x slower (95% CI 29.11-30.03)
+        sbtest1: IndexScan(sbtest1_pkey) -> SeqScan reading 200000 rows (7032
+        blocks) to return 2000; 29.59x slower (95% CI 28.95-30.17)
 
     ## What to do
     Compare the settings of the two sides (PS500): random_page_cost,
@@ -218,11 +218,11 @@ def index_only_scan_lost(
     loses the benefit without any plan change.
 
     ## Example
-    sbtest_ios after an UPDATE of the range, before VACUUM (PG 15):
+    sbtest_ios after an UPDATE of the range, before VACUUM (PG 15, as captured):
 
         sbtest_ios: IndexOnlyScan(sbtest_ios_pkey) fetched 4268 heap tuples
         for 2000 rows (baseline 0): the visibility map does not cover these
-        pages; 5.40x slower (95% CI 5.28-5.52)
+        pages; 5.25x slower (95% CI 5.18-5.35)
 
     ## What to do
     VACUUM the table (or tune autovacuum for it: autovacuum_vacuum_scale_factor,

@@ -86,8 +86,8 @@ def settings_explain_flip(
     ## Example
     The sysbench range, random_page_cost 4 -> 1.1 (PG 15):
 
-        plan changed; the sides differ: cost units: random_page_cost 4 ->
-        1.1 (costs are in different units)
+        plan changed; the sides differ: cost units: random_page_cost 4 -> 1.1
+        (costs are in different units)
 
     ## What to do
     Decide whether the setting change is intended; re-run the comparison with

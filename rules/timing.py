@@ -157,12 +157,12 @@ def same_plan_slower(comparison: QueryComparison, options: Mapping[str, Any]) ->
     cannot see will not be fixed by planner settings or statistics.
 
     ## Example
-    The same Bitmap Heap Scan, effective_io_concurrency 100 -> 1, timed on
-    uncached data (seed 001's 4x; the captured run was warm):
+    The same Bitmap Heap Scan, effective_io_concurrency 100 -> 1 (PG 15), timed
+    on uncached data (seed 001's 4x; the captured runs were warm):
 
-        same plan and cost (4394.1 vs 4394.1) but 4.10x slower (95% CI
-        3.98-4.22): the duration changed without any cost change; settings
-        differ: effective_io_concurrency 100 -> 1 (default)
+        same plan and cost (4524.1 vs 4524.1) but 3.96x slower (95% CI
+        3.89-4.09): the duration changed without any cost change; settings
+        differ: effective_io_concurrency 100 -> 1
 
     ## What to do
     Restore or tune the named I/O setting (effective_io_concurrency in the
