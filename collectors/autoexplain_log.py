@@ -35,8 +35,7 @@ from collectors.log_formats import (
 from collectors.log_prefix import PrefixParser, TimeParser
 from collectors.log_records import CsvReader, JsonlogReader
 from detector.errors import PlanshiftError
-from detector.store import Store
-from detector.store_ingest import LedgerUpdate, LogFileRecord
+from detector.store import LedgerUpdate, LogFileRecord, Store
 
 HEAD_BYTES = 64 << 10
 PARALLEL_FROM_BYTES = 32 << 20  # smaller files: worker start-up costs more than it saves

@@ -14,9 +14,7 @@ from collectors.log_plans import EntryError, LoggedPlan, QueryKeys, read_entry
 from collectors.log_rows import FAST_PATH, ShapeCache, ShapeError, observation_row
 from detector.errors import PlanshiftError
 from detector.model import Observation
-from detector.store_ingest import LogEntryInfo
-from detector.store_records import utc_now
-from detector.store_rows import NewPlan, observation_rows
+from detector.store import LogEntryInfo, NewPlan, observation_rows, utc_now
 
 
 @dataclass

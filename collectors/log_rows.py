@@ -14,8 +14,7 @@ from datetime import datetime
 from typing import Any
 
 from detector.model import fingerprint, normalized_cost, parse_plan, shape_json, signature
-from detector.store_records import OBSERVATION_COLUMNS, to_utc_naive
-from detector.store_rows import NewPlan, plan_node_rows
+from detector.store import OBSERVATION_COLUMNS, NewPlan, plan_node_rows, to_utc_naive
 
 _SHAPE_FIELDS = (
     "Node Type", "Strategy", "Partial Mode", "Join Type", "Parent Relationship",

@@ -21,7 +21,13 @@ import duckdb
 from detector.errors import PlanshiftError
 from detector.model import Observation
 from detector.store_groups import PlanGroup, SideSummary, StoreGroupsMixin
-from detector.store_ingest import StoreIngestMixin
+from detector.store_ingest import (
+    LedgerUpdate,
+    LogEntryInfo,
+    LogFileRecord,
+    LogObservationRow,
+    StoreIngestMixin,
+)
 from detector.store_migrations import SCHEMA_VERSION_DDL, Migration, load_migrations, pending
 from detector.store_reads import StoreReadsMixin
 from detector.store_records import (
@@ -35,6 +41,7 @@ from detector.store_records import (
     QueryRecord,
     RunRecord,
     TargetRecord,
+    to_utc_naive,
     utc_now,
 )
 from detector.store_results import StoreResultsMixin
@@ -43,12 +50,19 @@ from detector.store_rows import (
     PLAN_NODE_COLUMNS,
     NewPlan,
     observation_rows,
+    plan_node_rows,
     reject_passwords,
     to_json,
 )
 
 __all__ = [
+    "OBSERVATION_COLUMNS",
+    "LedgerUpdate",
+    "LogEntryInfo",
+    "LogFileRecord",
+    "LogObservationRow",
     "Migration",
+    "NewPlan",
     "ObservationRow",
     "PgssEntry",
     "PgssSnapshotRow",
@@ -59,6 +73,10 @@ __all__ = [
     "SideSummary",
     "Store",
     "TargetRecord",
+    "observation_rows",
+    "plan_node_rows",
+    "to_utc_naive",
+    "utc_now",
 ]
 
 DEFAULT_STORE_PATH = Path("planshift.duckdb")
