@@ -6,7 +6,7 @@ import gc
 import zlib
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from detector import stats
@@ -134,7 +134,11 @@ def _compare(
         for pair in pairs
     ]
     check = RuleRunner(select=options.select, ignore=options.ignore, options=options.rule_options)
-    findings = [finding for comparison in comparisons for finding in check(comparison)]
+    findings = [
+        replace(finding, point=comparison.point) if comparison.point else finding
+        for comparison in comparisons
+        for finding in check(comparison)
+    ]
     findings.sort(key=lambda f: f.sort_key())
     kept, suppressed = split_suppressed(findings, options.suppressions)
     return ComparisonResult(

@@ -157,9 +157,10 @@ class Finding:
     query_name: str
     message: str
     evidence: Mapping[str, Any] = field(default_factory=dict)
+    point: str | None = None  # sweep point of the query comparison it came from
 
-    def sort_key(self) -> tuple[int, str, str, str]:
-        return (-self.severity.rank, self.query_name, self.code, self.message)
+    def sort_key(self) -> tuple[int, str, str, str, str]:
+        return (-self.severity.rank, self.query_name, self.point or "", self.code, self.message)
 
 
 @dataclass(frozen=True)

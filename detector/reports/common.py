@@ -1,8 +1,6 @@
 """What every text report needs from a ComparisonResult: numbers, ranking, grouping, ownership.
 
-Findings carry the query key but not the sweep point, so `findings_by_query` gives each finding
-to the comparison of its query whose measured numbers it quotes (every rule's evidence holds the
-timing verdict, ratio and both medians of the comparison it was computed from).
+Findings carry the query key and the sweep point, so each belongs to one query comparison.
 """
 
 from __future__ import annotations
@@ -10,9 +8,7 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter
-from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
 from detector.model import ComparisonResult, Finding, QueryComparison, Severity, Verdict
 
@@ -74,35 +70,20 @@ def is_quiet(query: QueryComparison) -> bool:
 
 def impact_ms(query: QueryComparison) -> float:
     """Workload impact: |median delta| x executions (pg_stat_statements calls when known, else samples)."""
-    base, cand = query.baseline.timing, query.candidate.timing
-    if base is None or cand is None:
-        return 0.0
-    executions = query.candidate.calls or cand.n
-    return abs(cand.median_ms - base.median_ms) * executions
-
-
-def _quotes(query: QueryComparison, evidence: Mapping[str, Any]) -> bool:
-    base, cand = query.baseline.timing, query.candidate.timing
-    expected = {
-        "ratio": query.timing.ratio,
-        "baseline_median_ms": base.median_ms if base else None,
-        "candidate_median_ms": cand.median_ms if cand else None,
-    }
-    return all(key not in evidence or evidence[key] == value for key, value in expected.items())
+    return abs(query.impact_ms or 0.0)
 
 
 def findings_by_query(result: ComparisonResult) -> tuple[dict[int, list[Finding]], list[Finding]]:
-    """Findings per index into result.queries, and those that belong to no single comparison."""
+    """Findings per index into result.queries (by query and sweep point), and the others."""
+    index = {(q.query_key, q.point): i for i, q in enumerate(result.queries)}
     owned: dict[int, list[Finding]] = {}
     orphans: list[Finding] = []
     for finding in result.findings:
-        same_key = [i for i, q in enumerate(result.queries) if q.query_key == finding.query_key]
-        if len(same_key) > 1:
-            same_key = [i for i in same_key if _quotes(result.queries[i], finding.evidence)][:1]
-        if same_key:
-            owned.setdefault(same_key[0], []).append(finding)
-        else:
+        position = index.get((finding.query_key, finding.point))
+        if position is None:
             orphans.append(finding)
+        else:
+            owned.setdefault(position, []).append(finding)
     return owned, orphans
 
 

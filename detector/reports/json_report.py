@@ -97,6 +97,7 @@ def to_document(result: ComparisonResult) -> dict[str, Any]:
                 "severity": f.severity.value,
                 "query_key": f.query_key,
                 "query": f.query_name,
+                "point": f.point,
                 "message": f.message,
                 "evidence": f.evidence,
             }
