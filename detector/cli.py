@@ -352,6 +352,9 @@ def census(
     target: Annotated[
         list[str] | None, typer.Option("--target", "-t", help="Only these targets. Repeatable.")
     ] = None,
+    output: Annotated[
+        Path | None, typer.Option("--output", "-o", help="Also write an HTML heat map (self-contained).")
+    ] = None,
 ) -> None:
     """Plan-shape census: samples per plan shape for every target and sweep point, and switch points."""
     from detector.jobs import census_from_store
@@ -360,6 +363,11 @@ def census(
     with user_errors():
         censuses = census_from_store(store, run_id, query, target or [])
     render_census(censuses, out)
+    if output is not None:
+        from detector.reports.census_html import render_census_html
+
+        output.write_text(render_census_html(censuses))
+        out.print(f"heat map written to {output}")
 
 
 @app.command()

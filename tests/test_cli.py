@@ -140,6 +140,12 @@ def test_run_then_compare_exit_codes_and_json(
     again = planshift(*args, "--format", "json", "--fail-on", "never")
     assert again.stdout == as_json.stdout, "JSON output is deterministic"
 
+    census = planshift("census", "--store", store, "-o", tmp_path / "census.html")
+    assert census.returncode == 0, census.stderr
+    assert "A = IndexScan(t t_pkey)" in census.stdout and "B = SeqScan(t)" in census.stdout
+    page = (tmp_path / "census.html").read_text()
+    assert "<svg" in page and "lookup" in page and "http" not in page.split("</head>")[0]
+
     wrong = planshift("compare", "--store", store, "-b", "nosuch", "-c", "seqscan")
     assert wrong.returncode == 2 and "matches no target" in wrong.stderr
     assert "indexed, seqscan" in wrong.stderr
