@@ -18,7 +18,9 @@ from detector.model import (
     Verdict,
     normalized_cost,
 )
-from rules.base import get_rule
+from rules.base import Rule, get_rule
+
+_BY_CODE: dict[str, Rule] = {}
 
 
 def emit(
@@ -29,7 +31,10 @@ def emit(
     severity: Severity | None = None,
 ) -> Finding:
     """A finding of rule `code` (the rule's default severity unless one is given)."""
-    return get_rule(code).finding(comparison, message, evidence, severity)
+    found = _BY_CODE.get(code)
+    if found is None:
+        found = _BY_CODE.setdefault(code, get_rule(code))
+    return found.finding(comparison, message, evidence, severity)
 
 
 def flip_severity(verdict: Verdict, near_tie: bool = False) -> Severity:

@@ -10,7 +10,7 @@ from detector.model import Finding, Plan, QueryComparison, Severity
 from detector.model.fingerprint import node_label
 from rules.base import rule
 from rules.common import emit, fmt_count, timing_evidence
-from rules.matching import parallel_divisor, placed_nodes
+from rules.matching import memo, parallel_divisor, placed_nodes
 
 _SKIPPED = ("BitmapAnd", "BitmapOr")  # these always report 0 actual rows
 
@@ -58,6 +58,10 @@ def misestimates(plan: Plan, min_rows: float) -> list[Misestimate]:
     """
     if not plan.analyzed:
         return []
+    return memo(plan, ("misestimates", min_rows), lambda: _misestimates(plan, min_rows))
+
+
+def _misestimates(plan: Plan, min_rows: float) -> list[Misestimate]:
     found: list[Misestimate] = []
     for placed in placed_nodes(plan):
         node = placed.node

@@ -9,17 +9,118 @@ because a relation read under another alias is another leaf (`sbtest2 t3`).
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from typing import Any, TypeVar
 
-from detector.model import Plan, PlanNode
+from detector.model import Plan, PlanNode, ScanAccess, scan_accesses
 from detector.model.fingerprint import node_label
+
+T = TypeVar("T")
 
 JOIN_NODES = ("Nested Loop", "Hash Join", "Merge Join")
 GATHER_NODES = ("Gather", "Gather Merge")
 SUBPLAN_LINKS = ("InitPlan", "SubPlan")
 
 RelationKey = tuple[str, ...]
+
+
+# --- per-plan memo -------------------------------------------------------------------------
+# compare parses each distinct plan once and shares the Plan object between queries and
+# sides, so what rules derive from a plan (node lists, relation keys, q-errors) is computed
+# once per Plan object. Plans are unhashable (settings is a dict): keyed by id, guarded by a
+# weak reference that drops the entry when the plan goes.
+_MEMO: dict[int, tuple[weakref.ref[Plan], dict[Any, Any]]] = {}
+
+
+def memo(plan: Plan, key: Any, compute: Callable[[], T]) -> T:
+    """`compute()` once per (plan object, key)."""
+    ident = id(plan)
+    entry = _MEMO.get(ident)
+    if entry is None or entry[0]() is not plan:
+        entry = (weakref.ref(plan, _forget(ident)), {})
+        _MEMO[ident] = entry
+    values = entry[1]
+    if key not in values:
+        values[key] = compute()
+    result: T = values[key]
+    return result
+
+
+def _forget(ident: int) -> Callable[[weakref.ref[Plan]], None]:
+    def forget(_ref: weakref.ref[Plan]) -> None:
+        _MEMO.pop(ident, None)
+
+    return forget
+
+
+def plan_nodes(plan: Plan) -> list[tuple[str, PlanNode]]:
+    """(path, node) depth-first, as `Plan.nodes()`, computed once per plan."""
+    return memo(plan, "nodes", lambda: list(plan.nodes()))
+
+
+def nodes_of_type(plan: Plan, *node_types: str) -> list[PlanNode]:
+    by_type = memo(plan, "by_type", lambda: _by_type(plan))
+    return [node for node_type in node_types for node in by_type.get(node_type, [])]
+
+
+def _by_type(plan: Plan) -> dict[str, list[PlanNode]]:
+    found: dict[str, list[PlanNode]] = {}
+    for _, node in plan_nodes(plan):
+        found.setdefault(node.node_type, []).append(node)
+    return found
+
+
+@dataclass(frozen=True)
+class PlanFacts:
+    """What the plan-wide rules test first on every query, computed once per plan."""
+
+    sort_spilled: bool  # a Sort on disk
+    hash_batched: bool  # a Hash with more than one batch
+    lossy_bitmap: bool  # a Bitmap Heap Scan with lossy blocks
+    max_heap_fetches: int  # the most heap fetches of an Index Only Scan
+    workers_short: bool  # a Gather that launched fewer workers than planned
+    shared_blocks: int  # buffers of the root (EXPLAIN sums children into parents)
+    temp_blocks: int
+
+
+def facts(plan: Plan) -> PlanFacts:
+    return memo(plan, "facts", lambda: _facts(plan))
+
+
+def _facts(plan: Plan) -> PlanFacts:
+    sort_spilled = hash_batched = lossy = short = False
+    heap_fetches = 0
+    for _, node in plan_nodes(plan):
+        kind = node.node_type
+        if kind == "Sort":
+            method = node.sort_method or ""
+            sort_spilled |= node.sort_space_type == "Disk" or method.startswith("external")
+        elif kind == "Hash":
+            hash_batched |= (node.hash_batches or 0) > 1
+        elif kind == "Bitmap Heap Scan":
+            lossy |= (node.lossy_heap_blocks or 0) > 0
+        elif kind == "Index Only Scan":
+            heap_fetches = max(heap_fetches, node.heap_fetches or 0)
+        elif kind in GATHER_NODES:
+            planned, launched = node.workers_planned, node.workers_launched
+            short |= planned is not None and launched is not None and launched < planned
+    buffers = plan.buffers_total()
+    return PlanFacts(
+        sort_spilled,
+        hash_batched,
+        lossy,
+        heap_fetches,
+        short,
+        buffers.shared_total,
+        buffers.temp_read + buffers.temp_written,
+    )
+
+
+def accesses(plan: Plan) -> list[ScanAccess]:
+    """`scan_accesses(plan)`, computed once per plan."""
+    return memo(plan, "accesses", lambda: scan_accesses(plan))
 
 
 def leaf_name(node: PlanNode) -> str | None:
@@ -61,23 +162,46 @@ def key_text(key: RelationKey) -> str:
     return " x ".join(key) if key else "(no relation)"
 
 
-def nodes_where(plan: Plan, keep: Callable[[PlanNode], bool]) -> list[tuple[str, PlanNode]]:
-    return [(path, node) for path, node in plan.nodes() if keep(node)]
+def relation_keys(plan: Plan) -> dict[int, RelationKey]:
+    """id(node) -> relations_under(node) for every node of the plan, computed once."""
+    return memo(plan, "relation_keys", lambda: _relation_keys(plan))
+
+
+def _relation_keys(plan: Plan) -> dict[int, RelationKey]:
+    keys: dict[int, RelationKey] = {}
+
+    def visit(node: PlanNode) -> RelationKey:
+        names: list[str] = []
+        children = main_children(node)
+        for child in node.children:
+            below = visit(child)
+            if child.parent_relationship not in SUBPLAN_LINKS:
+                names.extend(below)
+        name = leaf_name(node)
+        if name is not None and not (node.node_type == "Subquery Scan" and children):
+            names.append(name)
+        key = tuple(sorted(names))
+        keys[id(node)] = key
+        return key
+
+    visit(plan.root)
+    return keys
 
 
 def keyed(plan: Plan, keep: Callable[[PlanNode], bool]) -> dict[RelationKey, list[PlanNode]]:
     """Nodes that pass `keep`, grouped by the relations beneath them (plan order kept)."""
+    keys = relation_keys(plan)
     groups: dict[RelationKey, list[PlanNode]] = {}
-    for _, node in plan.nodes():
+    for _, node in plan_nodes(plan):
         if keep(node):
-            groups.setdefault(relations_under(node), []).append(node)
+            groups.setdefault(keys[id(node)], []).append(node)
     return groups
 
 
 def parents(plan: Plan) -> dict[str, tuple[str, PlanNode]]:
     """Path of a node -> (path, node) of its parent."""
     found: dict[str, tuple[str, PlanNode]] = {}
-    for path, node in plan.nodes():
+    for path, node in plan_nodes(plan):
         for i, _ in enumerate(node.children):
             found[f"{path}.{i}"] = (path, node)
     return found
@@ -117,14 +241,19 @@ class Join:
 
 def joins(plan: Plan) -> list[Join]:
     """Every Nested Loop, Hash Join and Merge Join with the relations on each side."""
+    return memo(plan, "joins", lambda: _joins(plan))
+
+
+def _joins(plan: Plan) -> list[Join]:
+    keys = relation_keys(plan)
     found: list[Join] = []
-    for path, node in plan.nodes():
+    for path, node in plan_nodes(plan):
         if node.node_type not in JOIN_NODES:
             continue
         sides = main_children(node)
         if len(sides) != 2:
             continue
-        found.append(Join(path, node, relations_under(sides[0]), relations_under(sides[1])))
+        found.append(Join(path, node, keys[id(sides[0])], keys[id(sides[1])]))
     return found
 
 
@@ -183,10 +312,14 @@ class Placed:
     early_stop: bool
 
 
-def placed_nodes(plan: Plan) -> Iterator[Placed]:
+def placed_nodes(plan: Plan) -> list[Placed]:
     """Every node with its enclosing Gather (parallel part) and whether a parent may stop it
     early (a Limit, either side of a Merge Join, the inner side of a semi/anti join, an
     EXISTS-style SubPlan), which makes fewer actual rows than estimated meaningless."""
+    return memo(plan, "placed", lambda: list(_placed(plan)))
+
+
+def _placed(plan: Plan) -> Iterator[Placed]:
 
     def visit(path: str, node: PlanNode, gather: PlanNode | None, early: bool) -> Iterator[Placed]:
         yield Placed(path, node, gather, early)

@@ -10,16 +10,25 @@ from detector.model import Finding, Plan, PlanNode, QueryComparison, Severity, V
 from rules.base import rule
 from rules.common import emit, flip_context, fmt_ms
 from rules.gucs import changes_text, settings_changes, side_settings
-from rules.matching import GATHER_NODES, RelationKey, key_text, keyed, relations_under
+from rules.matching import (
+    GATHER_NODES,
+    RelationKey,
+    facts,
+    key_text,
+    keyed,
+    nodes_of_type,
+    plan_nodes,
+    relation_keys,
+)
 
 
 def _parallel_relations(plan: Plan) -> dict[str, PlanNode]:
     """Relation -> the Gather it is read under (the first, in plan order)."""
     found: dict[str, PlanNode] = {}
-    for _, node in plan.nodes():
-        if node.node_type in GATHER_NODES:
-            for name in relations_under(node):
-                found.setdefault(name, node)
+    keys = relation_keys(plan)
+    for node in nodes_of_type(plan, *GATHER_NODES):
+        for name in keys[id(node)]:
+            found.setdefault(name, node)
     return found
 
 
@@ -99,21 +108,27 @@ def parallelism_changed(
     yield from _not_launched(comparison, cand_plan)
 
 
+def _short(node: PlanNode) -> bool:
+    planned, launched = node.workers_planned, node.workers_launched
+    return planned is not None and launched is not None and launched < planned
+
+
 def _not_launched(comparison: QueryComparison, plan: Plan) -> Iterator[Finding]:
+    if not facts(plan).workers_short:
+        return
     pool = settings_changes(
         comparison.baseline,
         comparison.candidate,
         ("max_parallel_workers", "max_worker_processes", "max_parallel_workers_per_gather"),
     )
-    for path, node in plan.nodes():
-        if node.node_type not in GATHER_NODES:
+    keys = relation_keys(plan)
+    for path, node in plan_nodes(plan):
+        if node.node_type not in GATHER_NODES or not _short(node):
             continue
         planned, launched = node.workers_planned, node.workers_launched
-        if planned is None or launched is None or launched >= planned:
-            continue
         context = flip_context(comparison, None)
         head = (
-            f"{node.node_type} over {key_text(relations_under(node))}: {launched} of {planned} "
+            f"{node.node_type} over {key_text(keys[id(node)])}: {launched} of {planned} "
             "planned workers launched"
         )
         if pool:

@@ -15,10 +15,19 @@ from detector.model import Finding, PlanNode, PlanVariant, QueryComparison, Seve
 from rules.base import rule
 from rules.common import emit, fmt_blocks, fmt_count, fmt_ms, fmt_ratio, timing_evidence
 from rules.gucs import changes_text, settings_changes, version_change
-from rules.matching import RelationKey, key_text, keyed, leaf_name, own_temp_blocks, parents
+from rules.matching import (
+    RelationKey,
+    facts,
+    key_text,
+    keyed,
+    leaf_name,
+    own_temp_blocks,
+    parents,
+    plan_nodes,
+)
 
 MEMORY = ("work_mem", "hash_mem_multiplier")
-NodeTest = Callable[[PlanNode], bool]
+Spilled = Callable[[PlanNode], bool]
 Describe = Callable[
     [QueryComparison, RelationKey, PlanNode, list[PlanNode]], tuple[str, dict[str, Any]]
 ]
@@ -73,11 +82,13 @@ def sort_spilled_to_disk(
     narrower rows, or provide the order from an index. Check
     log_temp_files / pg_stat_statements.temp_blks_written in production.
     """
+    if not facts(comparison.candidate.dominant.plan).sort_spilled:
+        return
     yield from _spills(
         comparison,
         options,
         code="PS401",
-        keep=lambda node: node.node_type == "Sort",
+        node_type="Sort",
         spilled=_sort_spilled,
         describe=_describe_sort,
     )
@@ -107,12 +118,13 @@ def _spills(
     options: Mapping[str, Any],
     *,
     code: str,
-    keep: NodeTest,
-    spilled: NodeTest,
+    node_type: str,
+    spilled: Spilled,
     describe: Describe,
 ) -> Iterator[Finding]:
-    cand = keyed(comparison.candidate.dominant.plan, keep)
-    base = keyed(comparison.baseline.dominant.plan, keep)
+    cand_plan = comparison.candidate.dominant.plan
+    cand = keyed(cand_plan, lambda node: node.node_type == node_type)
+    base = keyed(comparison.baseline.dominant.plan, lambda node: node.node_type == node_type)
     for key in sorted(cand):
         for node in cand[key]:
             if not spilled(node):
@@ -163,7 +175,7 @@ def hash_batches(comparison: QueryComparison, options: Mapping[str, Any]) -> Ite
         comparison: QueryComparison, key: RelationKey, node: PlanNode, base: list[PlanNode]
     ) -> tuple[str, dict[str, Any]]:
         plan = comparison.candidate.dominant.plan
-        path = next(p for p, n in plan.nodes() if n is node)
+        path = next(p for p, n in plan_nodes(plan) if n is node)
         parent = parents(plan).get(path)
         temp = own_temp_blocks(parent[1]) + own_temp_blocks(node) if parent else 0
         planned = node.original_hash_batches
@@ -184,11 +196,13 @@ def hash_batches(comparison: QueryComparison, options: Mapping[str, Any]) -> Ite
         }
         return text, evidence
 
+    if not facts(comparison.candidate.dominant.plan).hash_batched:
+        return
     yield from _spills(
         comparison,
         options,
         code="PS402",
-        keep=lambda node: node.node_type == "Hash",
+        node_type="Hash",
         spilled=lambda node: (node.hash_batches or 0) > 1,
         describe=describe,
     )
@@ -244,7 +258,7 @@ def lossy_bitmap(comparison: QueryComparison, options: Mapping[str, Any]) -> Ite
         else:
             other = [
                 n.node_type
-                for _, n in comparison.baseline.dominant.plan.nodes()
+                for _, n in plan_nodes(comparison.baseline.dominant.plan)
                 if leaf_name(n) in key
             ]
             if other:
@@ -257,11 +271,13 @@ def lossy_bitmap(comparison: QueryComparison, options: Mapping[str, Any]) -> Ite
         }
         return text, evidence
 
+    if not facts(comparison.candidate.dominant.plan).lossy_bitmap:
+        return
     yield from _spills(
         comparison,
         options,
         code="PS403",
-        keep=lambda node: node.node_type == "Bitmap Heap Scan",
+        node_type="Bitmap Heap Scan",
         spilled=lambda node: (node.lossy_heap_blocks or 0) > 0,
         describe=describe,
     )
@@ -273,14 +289,13 @@ def shared_blocks(variant: PlanVariant) -> float | None:
         return variant.median_shared_blocks
     if not variant.plan.analyzed:
         return None
-    return float(variant.plan.buffers_total().shared_total)
+    return float(facts(variant.plan).shared_blocks)
 
 
 def temp_blocks(variant: PlanVariant) -> float | None:
     if not variant.plan.analyzed:
         return None
-    buffers = variant.plan.buffers_total()
-    return float(buffers.temp_read + buffers.temp_written)
+    return float(facts(variant.plan).temp_blocks)
 
 
 def _amplified(before: float, after: float, ratio: float, min_blocks: float) -> bool:
@@ -326,6 +341,12 @@ def buffer_amplification(
     """
     ratio, min_blocks = float(options["ratio"]), float(options["min_blocks"])
     base, cand = comparison.baseline.dominant, comparison.candidate.dominant
+    measures = [(shared_blocks(base), shared_blocks(cand)), (temp_blocks(base), temp_blocks(cand))]
+    if not any(
+        before is not None and after is not None and _amplified(before, after, ratio, min_blocks)
+        for before, after in measures
+    ):
+        return
     parts: list[str] = []
     evidence: dict[str, Any] = {"ratio_threshold": ratio}
     for what, measure in (("shared buffers", shared_blocks), ("temp blocks", temp_blocks)):
@@ -400,14 +421,18 @@ def planning_time_regression(
     plans measurably improve; prune partitions at plan time (constants rather
     than parameters, or fewer partitions).
     """
-    base = sorted(comparison.baseline.planning_ms)
-    cand = sorted(comparison.candidate.planning_ms)
-    if min(len(base), len(cand)) < max(int(options["min_samples"]), 2):
+    base_ms, cand_ms = comparison.baseline.planning_ms, comparison.candidate.planning_ms
+    if min(len(base_ms), len(cand_ms)) < max(int(options["min_samples"]), 2):
+        return
+    # the medians first: most queries stop here, before sorting out quartiles
+    if max(cand_ms) - min(base_ms) < float(options["min_delta_ms"]):
+        return
+    base, cand = sorted(base_ms), sorted(cand_ms)
+    b50, c50 = statistics.median(base), statistics.median(cand)
+    if c50 - b50 < float(options["min_delta_ms"]) or c50 < float(options["min_ratio"]) * b50:
         return
     b25, b50, b75 = _quartiles(base)
     c25, c50, c75 = _quartiles(cand)
-    if c50 - b50 < float(options["min_delta_ms"]) or c50 < float(options["min_ratio"]) * b50:
-        return
     if c25 <= b75:
         return
     ratio = c50 / b50 if b50 > 0 else None

@@ -10,19 +10,11 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from detector.model import (
-    Finding,
-    Plan,
-    PlanNode,
-    QueryComparison,
-    ScanAccess,
-    Severity,
-    scan_accesses,
-)
+from detector.model import Finding, Plan, PlanNode, QueryComparison, ScanAccess, Severity
 from detector.model.fingerprint import short_name
 from rules.base import rule
 from rules.common import emit, flip_context, fmt_count, node_at
-from rules.matching import placed_nodes
+from rules.matching import accesses, facts, placed_nodes
 from rules.plan_flip import scan_text, unmatched
 
 INDEXED_READS = ("Index Scan", "Index Only Scan", "Bitmap Heap Scan")
@@ -51,8 +43,8 @@ def flipped_reads(
     comparison: QueryComparison, old_types: tuple[str, ...], new_types: tuple[str, ...]
 ) -> list[tuple[ScanAccess, ScanAccess]]:
     """Baseline reads of `old_types` that became `new_types` reads of the same relation."""
-    base = scan_accesses(comparison.baseline.dominant.plan)
-    cand = scan_accesses(comparison.candidate.dominant.plan)
+    base = accesses(comparison.baseline.dominant.plan)
+    cand = accesses(comparison.candidate.dominant.plan)
     before = [a for a in unmatched(base, cand) if a.node_type in old_types]
     after = [a for a in unmatched(cand, base) if a.node_type in new_types]
     return pair_by_relation(before, after)
@@ -259,8 +251,11 @@ def _heap_fetches(
     comparison: QueryComparison, options: Mapping[str, Any], base_plan: Plan, cand_plan: Plan
 ) -> Iterator[Finding]:
     ratio_limit = float(options["heap_fetch_ratio"])
-    before = [a for a in scan_accesses(base_plan) if a.node_type == INDEX_ONLY]
-    after = [a for a in scan_accesses(cand_plan) if a.node_type == INDEX_ONLY]
+    least = int(options["min_heap_fetches"])
+    if facts(cand_plan).max_heap_fetches < least:
+        return
+    before = [a for a in accesses(base_plan) if a.node_type == INDEX_ONLY]
+    after = [a for a in accesses(cand_plan) if a.node_type == INDEX_ONLY]
     for old, new in pair_by_relation(before, after):
         old_node, new_node = node_at(base_plan, old.path), node_at(cand_plan, new.path)
         old_ratio, new_ratio = _fetch_ratio(old_node), _fetch_ratio(new_node)
@@ -268,7 +263,7 @@ def _heap_fetches(
             continue
         if new_ratio < ratio_limit or old_ratio >= ratio_limit:
             continue
-        if new_node.heap_fetches < int(options["min_heap_fetches"]):
+        if new_node.heap_fetches < least:
             continue
         context = flip_context(comparison, None)
         head = (

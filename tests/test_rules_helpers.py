@@ -1,0 +1,164 @@
+"""The helpers rule families share: node matching (rules.matching), settings (rules.gucs),
+and the q-error (rules.estimates), on captured plans."""
+
+from __future__ import annotations
+
+import gc
+import json
+from pathlib import Path
+
+import pytest
+
+from detector.model import Plan, PlanVariant, Side, parse_plan
+from rules import matching
+from rules.estimates import misestimates
+from rules.gucs import (
+    default_of,
+    normalized,
+    settings_changes,
+    version_change,
+    version_text,
+)
+from rules.matching import (
+    facts,
+    join_tree,
+    joins,
+    memo,
+    parallel_divisor,
+    placed_nodes,
+    relation_keys,
+    relations_under,
+    top_joins,
+)
+
+PLANS = Path(__file__).resolve().parent / "fixtures" / "plans"
+
+
+def plan(name: str) -> Plan:
+    return parse_plan(json.loads((PLANS / f"{name}.json").read_text())["explain"])
+
+
+def side(name: str, settings: dict[str, str] | None = None, version: int | None = None) -> Side:
+    document = json.loads((PLANS / f"{name}.json").read_text())
+    parsed = parse_plan(document["explain"])
+    variant = PlanVariant("f", "s", parsed, 1, 1.0, parsed.total_cost)
+    return Side(
+        label=name,
+        server_version_num=version or document["server_version_num"],
+        settings=settings if settings is not None else document["gucs"],
+        plans=(variant,),
+        durations_ms=(1.0,),
+        timing=None,
+    )
+
+
+def test_joins_are_keyed_by_relations_with_aliases() -> None:
+    (nested,) = joins(plan("pg15/join_nested_loop"))
+    assert (nested.method, nested.outer, nested.inner) == (
+        "Nested Loop",
+        ("sbtest2 b",),
+        ("sbtest1 a",),
+    )
+    (swapped,) = joins(plan("pg15/join_order_swapped"))
+    assert swapped.relations == nested.relations
+    assert (swapped.outer, swapped.inner) == (("sbtest1 a",), ("sbtest2 b",))
+
+
+def test_join_tree_of_a_ten_way_star_join() -> None:
+    star = plan("rules/pg15/star_join")
+    (root,) = top_joins(star)
+    tree = join_tree(root)
+    assert tree.count("(") == 9 and tree.count(" x ") == 9
+    assert tree.startswith("(((((((((sbtest2 t0 x sbtest2 t")
+    assert len(joins(star)) == 9
+    assert len(relations_under(root)) == 10
+
+
+def test_relation_keys_match_relations_under_for_every_node() -> None:
+    for name in ("pg15/join_merge", "pg15/initplan_subquery", "rules/pg15/materialize"):
+        parsed = plan(name)
+        keys = relation_keys(parsed)
+        for _, node in parsed.nodes():
+            assert keys[id(node)] == relations_under(node)
+
+
+def test_initplans_are_not_part_of_the_main_relations() -> None:
+    parsed = plan("pg15/initplan_subquery")
+    assert relations_under(parsed.root) == ("sbtest1",)
+
+
+def test_early_stops_and_parallel_placement() -> None:
+    limited = {p.node.node_type: p for p in placed_nodes(plan("pg15/incremental_sort"))}
+    assert not limited["Limit"].early_stop
+    assert limited["Incremental Sort"].early_stop and limited["Index Scan"].early_stop
+    merge = [p for p in placed_nodes(plan("pg15/join_merge")) if p.node.node_type == "Index Scan"]
+    assert merge and merge[0].early_stop
+    parallel = {p.node.node_type: p for p in placed_nodes(plan("pg15/parallel_seq_scan"))}
+    assert parallel["Seq Scan"].gather is not None and parallel["Gather"].gather is None
+
+
+@pytest.mark.parametrize(
+    ("workers", "divisor"), [(0, 1.0), (1, 1.7), (2, 2.4), (3, 3.1), (4, 4.0), (6, 6.0)]
+)
+def test_parallel_divisor_matches_postgresql(workers: int, divisor: float) -> None:
+    assert parallel_divisor(workers) == pytest.approx(divisor)
+
+
+def test_q_error_compares_parallel_totals_and_loops_per_loop() -> None:
+    (worst, *_) = misestimates(plan("pg15/parallel_seq_scan"), 100)
+    assert worst.label == "SeqScan(sbtest1)"
+    assert worst.estimated == pytest.approx(8 * 2.4) and worst.actual == pytest.approx(300)
+    # no workers launched: the leader's rows are the whole table's, against the same estimate
+    (alone, *_) = misestimates(plan("rules/pg15/parallel_workers_not_launched"), 100)
+    assert alone.actual == pytest.approx(301) and alone.q_error == pytest.approx(301 / 19.2)
+    # 200000 inner loops of 0 or 1 rows (PG 15 rounds the per-loop average to 0): no error
+    swapped = misestimates(plan("pg15/join_order_swapped"), 100)
+    assert [m.label for m in swapped if m.q_error > 2] == ["NestedLoop"]
+
+
+def test_facts_and_memo_are_per_plan_object() -> None:
+    sort = plan("pg15/sort_external")
+    assert facts(sort).sort_spilled and facts(sort).temp_blocks == 2083
+    assert not facts(plan("pg15/sort_in_memory")).sort_spilled
+    assert facts(plan("rules/pg15/index_only_heap_fetches")).max_heap_fetches == 4268
+    assert facts(plan("rules/pg15/parallel_workers_not_launched")).workers_short
+    calls: list[int] = []
+
+    def compute(value: int) -> int:
+        calls.append(value)
+        return value
+
+    assert memo(sort, "test", lambda: compute(42)) == 42
+    assert memo(sort, "test", lambda: compute(43)) == 42 and calls == [42]
+    before = len(matching._MEMO)
+    del sort
+    gc.collect()
+    assert len(matching._MEMO) < before
+
+
+def test_settings_compare_values_and_known_defaults() -> None:
+    assert normalized("64MB") == normalized("65536kB") and normalized("4") == normalized("4.0")
+    assert default_of("effective_io_concurrency", 170010) == "1"
+    assert default_of("effective_io_concurrency", 180006) == "16"
+    assert default_of("enable_partitionwise_join", None) == "off"
+    assert default_of("enable_seqscan", None) == "on"
+    assert version_text(150018) == "15.18" and version_text(90624) == "9.6.24"
+    # random_page_cost = 4 set explicitly against an unset one: the same value
+    same = settings_changes(
+        side("rules/pg15/range_random_page_cost_4"), side("pg15/range_bitmap_scan", {})
+    )
+    assert "random_page_cost" not in {c.name for c in same}
+    changed = settings_changes(
+        side("rules/pg15/range_random_page_cost_4"), side("rules/pg15/range_random_page_cost_1_1")
+    )
+    assert [c.text() for c in changed] == ["random_page_cost 4 -> 1.1"]
+
+
+def test_version_change_brings_moved_defaults() -> None:
+    pg17, pg18 = side("pg17/join_nested_loop"), side("pg18/join_nested_loop")
+    names = {c.name: c.text() for c in settings_changes(pg17, pg18)}
+    assert names["effective_io_concurrency"] == (
+        "effective_io_concurrency 1 (default) -> 16 (default)"
+    )
+    assert version_change(pg17, pg18) == "PostgreSQL 17.10 -> 18.6"
+    assert version_change(pg17, pg17) is None
