@@ -10,10 +10,18 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from detector.model import Finding, Plan, PlanNode, QueryComparison, ScanAccess, Severity
+from detector.model import (
+    Finding,
+    Plan,
+    PlanNode,
+    QueryComparison,
+    ScanAccess,
+    Severity,
+    normalized_cost,
+)
 from detector.model.fingerprint import short_name
 from rules.base import rule
-from rules.common import emit, flip_context, fmt_count, node_at
+from rules.common import emit, flip_context, fmt_cost, fmt_count, node_at
 from rules.matching import accesses, facts, placed_nodes
 from rules.plan_flip import scan_text, unmatched
 
@@ -54,22 +62,28 @@ def flipped_reads(
 class ScanSize:
     """How much of a relation one execution of a scan reads."""
 
-    rows: float  # rows read: returned + removed by filter (the estimate when not executed)
-    blocks: float | None  # shared buffers hit + read per execution, when measured
+    rows: float  # rows read: returned + removed by filter (the row estimate if not executed)
+    pages: float  # shared buffers hit + read; if not executed, its cost in seq_page_cost units
     measured: bool
     returned: float | None = None  # rows returned per execution, when measured
 
 
 def scan_size(plan: Plan, path: str) -> ScanSize:
-    """Rows and blocks one execution of the scan at `path` reads.
+    """Rows and pages one execution of the scan at `path` reads.
 
     Per-loop figures times loops for a parallel scan (workers report per-worker rows), per
-    loop for a scan repeated by a nested loop; the planner's row estimate when not executed.
+    loop for a scan repeated by a nested loop. A plan that was not executed (a generic plan,
+    auto_explain without analyze) has estimates only: its rows, and its cost divided by
+    seq_page_cost, which counts every page once plus a CPU charge per row (an upper bound).
     """
     placed = next(p for p in placed_nodes(plan) if p.path == path)
     node = placed.node
     if node.actual_rows is None or not node.actual_loops:
-        return ScanSize(node.plan_rows, None, False)
+        try:
+            page_cost = float(plan.settings.get("seq_page_cost", "1")) or 1.0
+        except ValueError:
+            page_cost = 1.0
+        return ScanSize(node.plan_rows, normalized_cost(node.total_cost) / page_cost, False)
     per_loop = node.actual_rows + (node.rows_removed_by_filter or 0.0)
     loops = node.actual_loops
     if placed.gather is not None:
@@ -77,8 +91,8 @@ def scan_size(plan: Plan, path: str) -> ScanSize:
         scale = loops / executions
     else:
         executions, scale = loops, 1.0
-    blocks = node.buffers.shared_total / executions
-    return ScanSize(per_loop * scale, blocks, True, node.actual_rows * scale)
+    pages = node.buffers.shared_total / executions
+    return ScanSize(per_loop * scale, pages, True, node.actual_rows * scale)
 
 
 @rule(
@@ -88,7 +102,7 @@ def scan_size(plan: Plan, path: str) -> ScanSize:
     Severity.WARNING,
     near_tie=0.02,
     min_rows=10000,
-    min_blocks=1000,
+    min_pages=1000,
 )
 def index_to_seq_scan(comparison: QueryComparison, options: Mapping[str, Any]) -> Iterator[Finding]:
     """A large relation read by an index on the baseline is read by Seq Scan now.
@@ -98,9 +112,11 @@ def index_to_seq_scan(comparison: QueryComparison, options: Mapping[str, Any]) -
     baseline's dominant plan that became a Seq Scan in the candidate's, when the
     Seq Scan reads a large relation: at least `min_rows` rows (default 10000:
     rows returned plus rows removed by the filter, per execution) or at least
-    `min_blocks` shared buffers (default 1000 = 8 MB). A plan that was not
-    executed is judged by the planner's row estimate. Nodes pair by relation,
-    not by position.
+    `min_pages` pages (default 1000 = 8 MB; shared buffers hit + read). A plan
+    that was not executed is judged by the planner's estimates: its row
+    estimate, and its cost in seq_page_cost units for the pages (an upper
+    bound: it adds a CPU charge per row). Nodes pair by relation, not by
+    position.
 
     Severity follows the measured verdict like PS100: regressed -> error,
     improved -> info, otherwise warning, or info for a near-tie (plan costs
@@ -119,7 +135,7 @@ def index_to_seq_scan(comparison: QueryComparison, options: Mapping[str, Any]) -
     candidate (PG 15, as captured):
 
         sbtest1: IndexScan(sbtest1_pkey) -> SeqScan reading 200000 rows (7032
-        blocks) to return 2000; 29.59x slower (95% CI 28.95-30.17)
+        pages) to return 2000; 29.59x slower (95% CI 28.95-30.17)
 
     ## What to do
     Compare the settings of the two sides (PS500): random_page_cost,
@@ -134,20 +150,19 @@ def index_to_seq_scan(comparison: QueryComparison, options: Mapping[str, Any]) -
     cand_plan = comparison.candidate.dominant.plan
     for old, new in flipped_reads(comparison, INDEXED_READS, (SEQ_SCAN,)):
         size = scan_size(cand_plan, new.path)
-        large = size.rows >= float(options["min_rows"]) or (
-            size.blocks is not None and size.blocks >= float(options["min_blocks"])
-        )
+        large = size.rows >= float(options["min_rows"]) or size.pages >= float(options["min_pages"])
         if not large:
             continue
         old_node, new_node = node_at(base_plan, old.path), node_at(cand_plan, new.path)
         context = flip_context(comparison, float(options["near_tie"]))
-        reads = f"reading {fmt_count(size.rows)} rows"
-        if size.blocks is not None:
-            reads += f" ({fmt_count(round(size.blocks))} blocks)"
-        if size.returned is not None:
+        if size.measured:
+            reads = f"reading {fmt_count(size.rows)} rows ({fmt_count(round(size.pages))} pages)"
             reads += f" to return {fmt_count(size.returned)}"
         else:
-            reads += " (estimated)"
+            reads = (
+                f"estimated at {fmt_count(size.rows)} rows, cost "
+                f"{fmt_cost(size.pages)} (up to as many pages; not executed)"
+            )
         head = f"{old.relation}: {scan_text(short_name(old_node), old.index_name)} -> SeqScan"
         evidence: dict[str, Any] = {
             "relation": old.relation,
@@ -157,7 +172,7 @@ def index_to_seq_scan(comparison: QueryComparison, options: Mapping[str, Any]) -
             "baseline_path": old.path,
             "candidate_path": new.path,
             "rows_read": size.rows,
-            "blocks_read": size.blocks,
+            "pages_read": size.pages,
             "measured": size.measured,
             "baseline_node_cost": old_node.total_cost,
             "candidate_node_cost": new_node.total_cost,

@@ -6,6 +6,7 @@ from __future__ import annotations
 import gc
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -30,6 +31,7 @@ from rules.matching import (
     relations_under,
     top_joins,
 )
+from rules.scans import scan_size
 
 PLANS = Path(__file__).resolve().parent / "fixtures" / "plans"
 
@@ -162,3 +164,24 @@ def test_version_change_brings_moved_defaults() -> None:
     )
     assert version_change(pg17, pg18) == "PostgreSQL 17.10 -> 18.6"
     assert version_change(pg17, pg17) is None
+
+
+def _without_actuals(node: dict[str, Any]) -> dict[str, Any]:
+    """A captured EXPLAIN ANALYZE node as plain EXPLAIN would print it (plan-only)."""
+    kept = {k: v for k, v in node.items() if not k.startswith(("Actual", "Rows Removed"))}
+    kept = {k: v for k, v in kept.items() if "Blocks" not in k and "I/O" not in k}
+    if "Plans" in node:
+        kept["Plans"] = [_without_actuals(child) for child in node["Plans"]]
+    return kept
+
+
+def test_scan_size_measured_and_estimated() -> None:
+    measured = scan_size(plan("pg15/range_seq_scan"), "0.0")
+    assert (measured.rows, measured.pages, measured.returned) == (200000, 7032, 2000)
+    parallel = scan_size(plan("pg15/parallel_seq_scan"), "0.0.0.0")
+    assert parallel.rows == pytest.approx(200000, rel=0.01) and parallel.pages == 7032
+    raw = json.loads((PLANS / "pg15/range_seq_scan.json").read_text())["explain"][0]
+    plan_only = parse_plan({"Plan": _without_actuals(raw["Plan"])})
+    estimated = scan_size(plan_only, "0.0")
+    assert not estimated.measured and estimated.returned is None
+    assert estimated.rows == 1994 and estimated.pages == pytest.approx(10032.0)
