@@ -142,10 +142,39 @@ def normalized(value: str) -> str:
 
 
 def side_settings(side: Side) -> dict[str, str]:
-    """The dominant plan's EXPLAIN (SETTINGS) list overlaid with the target's recorded GUCs."""
-    merged = {str(k): str(v) for k, v in side.dominant.plan.settings.items()}
-    merged.update({str(k): str(v) for k, v in side.settings.items()})
-    return merged
+    """The dominant plan's EXPLAIN (SETTINGS) list overlaid with the target's recorded GUCs.
+
+    The plan's list is left out when it contradicts the recorded GUCs: then the plan JSON came
+    from another target (stores before plan_examples keep one EXPLAIN per shape, the first
+    seen), and its settings are not this side's.
+    """
+    recorded = {str(k): str(v) for k, v in side.settings.items()}
+    if not plan_settings_usable(side):
+        return recorded
+    listed = {str(k): str(v) for k, v in side.dominant.plan.settings.items()}
+    return {**listed, **recorded}
+
+
+def plan_settings_usable(side: Side) -> bool:
+    listed = {str(k): str(v) for k, v in side.dominant.plan.settings.items()}
+    recorded = {str(k): str(v) for k, v in side.settings.items()}
+    return _consistent(listed, recorded, side.server_version_num)
+
+
+def _consistent(
+    listed: Mapping[str, str], recorded: Mapping[str, str], version: int | None
+) -> bool:
+    """EXPLAIN (SETTINGS) lists the non-default planner settings: every recorded one with a
+    known default must be listed with its value, or be at its default."""
+    for name, value in recorded.items():
+        if name in listed:
+            if normalized(listed[name]) != normalized(value):
+                return False
+            continue
+        default = default_of(name, version)
+        if default is not None and normalized(default) != normalized(value):
+            return False
+    return True
 
 
 @dataclass(frozen=True)
@@ -180,8 +209,16 @@ def _shown(value: str | None, default: str | None) -> str:
 def settings_changes(
     baseline: Side, candidate: Side, names: Iterable[str] | None = None
 ) -> list[SettingChange]:
-    """Settings whose effective values differ, by category (CATEGORIES order), then name."""
-    left, right = side_settings(baseline), side_settings(candidate)
+    """Settings whose effective values differ, by category (CATEGORIES order), then name.
+
+    The plans' EXPLAIN (SETTINGS) lists count only when both agree with their side's
+    recorded GUCs (see side_settings); otherwise the recorded GUCs alone are compared.
+    """
+    # one side's plan list contradicting its GUCs makes both lists suspect: compare GUCs only
+    if plan_settings_usable(baseline) and plan_settings_usable(candidate):
+        left, right = side_settings(baseline), side_settings(candidate)
+    else:
+        left, right = dict(baseline.settings), dict(candidate.settings)
     # a default that moved between the sides' versions differs even where neither lists it
     moved = (
         set(_VERSIONED_DEFAULTS)

@@ -361,10 +361,6 @@ def buffer_amplification(
         parts.append(text)
     if not parts:
         return
-    read_before = base.plan.buffers_total().shared_read
-    read_after = cand.plan.buffers_total().shared_read
-    if read_after > read_before:
-        parts.append(f"read from outside shared_buffers {read_before} -> {read_after}")
     evidence["plan_changed"] = comparison.plan_changed
     yield emit("PS404", comparison, "; ".join(parts), {**evidence, **timing_evidence(comparison)})
 

@@ -127,7 +127,10 @@ def _io_hint(comparison: QueryComparison) -> tuple[str, list[SettingChange]]:
     base_read = comparison.baseline.dominant.plan.buffers_total().shared_read
     cand_read = comparison.candidate.dominant.plan.buffers_total().shared_read
     if cand_read > base_read:
-        parts.append(f"shared read {base_read} -> {cand_read} blocks (colder cache?)")
+        parts.append(
+            f"shared read {base_read} -> {cand_read} blocks in the example executions "
+            "(a colder cache?)"
+        )
     if not parts:
         parts.append(
             "no recorded setting differs: compare the cache state, the storage and the host"

@@ -17,6 +17,7 @@ from rules.gucs import (
     default_of,
     normalized,
     settings_changes,
+    side_settings,
     version_change,
     version_text,
 )
@@ -185,3 +186,14 @@ def test_scan_size_measured_and_estimated() -> None:
     estimated = scan_size(plan_only, "0.0")
     assert not estimated.measured and estimated.returned is None
     assert estimated.rows == 1994 and estimated.pages == pytest.approx(10032.0)
+
+
+def test_plan_settings_that_contradict_the_recorded_gucs_are_ignored() -> None:
+    # an older store's one EXPLAIN per shape came from another target (enable_* off there)
+    proposed = side("pg15/range_seq_scan", {"random_page_cost": "1.1"})
+    current = side("pg15/range_seq_scan", {"random_page_cost": "4"})
+    assert side_settings(proposed) == {"random_page_cost": "1.1"}
+    assert [c.text() for c in settings_changes(current, proposed)] == ["random_page_cost 4 -> 1.1"]
+    # consistent: the recorded GUCs are listed (or at their defaults), the list is used
+    merged = side_settings(side("pg15/range_seq_scan", {"enable_indexscan": "off"}))
+    assert merged["enable_bitmapscan"] == "off" and merged["jit"] == "off"
