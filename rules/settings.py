@@ -66,9 +66,11 @@ def settings_explain_flip(
     ## What it flags
     A query whose dominant plan shape changed (PS100) when the baseline and the
     candidate differ in settings or in server version. Settings are the targets'
-    recorded GUCs laid over each plan's EXPLAIN (SETTINGS) list; a setting
-    absent on one side counts as the server default (known defaults compare
-    equal, so `random_page_cost = 4` against an unset one is no difference). The
+    recorded GUCs laid over each plan's EXPLAIN (SETTINGS) list (the lists count
+    only when both agree with their side's GUCs: an older store keeps one
+    EXPLAIN per plan shape, maybe another target's); a setting absent on one
+    side counts as the server default (known defaults compare equal, so
+    `random_page_cost = 4` against an unset one is no difference). The
     message lists the differences by category: cost units, plan methods
     (enable_*), memory, parallelism, jit, join search, i/o, other; an enable_*
     switch that forbids a node the baseline used, or allows one the candidate
