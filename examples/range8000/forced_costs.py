@@ -4,7 +4,7 @@ Loads the table of workload.toml on an embedded cluster of each installed versio
 then, for sum_range at every N of the sweep, asks the planner for the cost of the serial Index Scan
 plan and of the serial Bitmap Heap Scan plan (the other scans disabled, no parallel workers), and
 for the plan it chooses on its own, with work_mem 64kB and 4MB. Plan-only (EXPLAIN without
-ANALYZE): ~1 minute.
+ANALYZE): under a minute.
 
     .venv/bin/python examples/range8000/forced_costs.py
 """
