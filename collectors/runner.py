@@ -162,10 +162,21 @@ def _generic_plan(side: Side, sql: str, timeout: str) -> str:
 
 
 def rotated(sides: Sequence[Side], index: int) -> list[Side]:
-    """Sample i starts with side i mod n: each side runs first equally often, so the cache the
-    first execution warms for the same parameters does not always favour the same side."""
-    shift = index % len(sides)
-    return [*sides[shift:], *sides[:shift]]
+    """The order of sample i: servers rotate, and within each server its variants rotate.
+
+    The first execution of a sample on a server reads pages cold for those parameters and warms
+    them for the server's next variants; rotating within each server makes every variant go
+    first on its server equally often (rotating the flat list would not: with two servers the
+    first variant of each would always follow the other server's execution, i.e. run cold).
+    """
+    servers = list(dict.fromkeys(side.server.name for side in sides))
+    shift = index % len(servers)
+    order: list[Side] = []
+    for name in servers[shift:] + servers[:shift]:
+        group = [side for side in sides if side.server.name == name]
+        first = index % len(group)
+        order.extend(group[first:] + group[:first])
+    return order
 
 
 def plan_count(workload: Workload, sides: int, options: RunOptions) -> int:

@@ -310,11 +310,11 @@ def _decide(
         return verdict, f"significant (p={p:.2g}) and {_pct(effect)} >= {_pct(threshold)}"
     if significant and effect >= opts.min_effect:  # a real move the A/A noise could also make
         return Verdict.INCONCLUSIVE, (
-            f"{ratio:.2f}x is inside the A/A noise floor of {_pct(threshold)}")
+            f"a change of {_pct(effect)} is inside the A/A noise floor of {_pct(threshold)}")
     if low >= 1 / (1 + threshold) and high <= 1 + threshold:
         return Verdict.UNCHANGED, f"CI within the ±{_pct(threshold)} equivalence margin"
     if significant:
-        return Verdict.INCONCLUSIVE, f"{ratio:.2f}x is below the {_pct(opts.min_effect)} minimum effect"
+        return Verdict.INCONCLUSIVE, f"a change of {_pct(effect)} is below the {_pct(opts.min_effect)} minimum effect"
     if low < 1 / (1 + threshold) and high > 1 + threshold:
         return Verdict.INCONCLUSIVE, f"CI {low:.2f}-{high:.2f} too wide to decide"
     if p >= opts.alpha:

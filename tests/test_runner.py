@@ -179,3 +179,30 @@ sweep = { param = "n", values = [5, 50] }
         result = compare_sides(store, base, cand, CompareOptions(noise_run=None))
     rows = {q.point: q.baseline.dominant.plan.root.actual_rows_total for q in result.queries}
     assert rows == {"n=5": 5, "n=50": 50}, "per-node numbers come from this point's own EXPLAIN"
+
+
+def test_rotation_gives_every_variant_the_first_turn_on_its_server() -> None:
+    from collections import Counter
+
+    from collectors.runner import Side, rotated
+    from collectors.targets import Server
+
+    servers = [Server("pg15", "", "embedded"), Server("pg18", "", "embedded")]
+    sides = [
+        Side(server, variant, {}, connection=None)  # type: ignore[arg-type]
+        for server in servers
+        for variant in ("wm1", "wm4", "wm16")
+    ]
+    first_on_server: Counter[tuple[str, str]] = Counter()
+    first_overall: Counter[str] = Counter()
+    for index in range(12):
+        order = rotated(sides, index)
+        assert sorted(id(s) for s in order) == sorted(id(s) for s in sides)
+        seen: set[str] = set()
+        for side in order:
+            if side.server.name not in seen:
+                seen.add(side.server.name)
+                first_on_server[(side.server.name, side.variant)] += 1
+        first_overall[order[0].server.name] += 1
+    assert set(first_on_server.values()) == {4}, first_on_server  # 12 samples / 3 variants
+    assert first_overall == {"pg15": 6, "pg18": 6}

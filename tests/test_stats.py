@@ -104,7 +104,7 @@ def test_effect_inside_the_noise_floor_is_inconclusive() -> None:
     assert stats.compare_timings(base, cand).verdict is Verdict.REGRESSED
     result = stats.compare_timings(base, cand, noise_floor=0.25)
     assert result.verdict is Verdict.INCONCLUSIVE
-    assert result.reason == "1.15x is inside the A/A noise floor of 25%"
+    assert result.reason == "a change of 15% is inside the A/A noise floor of 25%"
     assert result.noise_floor == 0.25
     assert stats.compare_timings(base, cand, noise_floor=0.12).verdict is Verdict.REGRESSED
 
@@ -112,7 +112,7 @@ def test_effect_inside_the_noise_floor_is_inconclusive() -> None:
 @pytest.mark.parametrize(
     ("sigma", "n", "shift", "verdict", "reason"),
     [
-        (0.1, 30, 1.08, Verdict.INCONCLUSIVE, "1.08x is below the 10% minimum effect"),
+        (0.1, 30, 1.08, Verdict.INCONCLUSIVE, "a change of 8% is below the 10% minimum effect"),
         (0.1, 30, 1.04, Verdict.INCONCLUSIVE, "not significant (p=0.15)"),
         (0.5, 30, 1.0, Verdict.INCONCLUSIVE, "CI 0.74-1.35 too wide to decide"),
         (0.02, 30, 1.0, Verdict.UNCHANGED, "CI within the ±10% equivalence margin"),
