@@ -109,6 +109,9 @@ def run(
     query: Annotated[
         list[str] | None, typer.Option("--query", "-q", help="Only this query. Repeatable.")
     ] = None,
+    variant: Annotated[
+        list[str] | None, typer.Option("--variant", help="Only this variant. Repeatable.")
+    ] = None,
     keep: Annotated[
         bool, typer.Option(help="Keep embedded clusters' directories after the run.")
     ] = False,
@@ -132,6 +135,7 @@ def run(
             keep=keep,
             pg_bins=pg_bin or [],
             console=err,
+            only_variants=variant or [],
         )
     out.print(f"run {run_id} stored in {store}")
 
@@ -174,6 +178,9 @@ def compare(
     min_effect: Annotated[
         float | None, typer.Option(help="Smallest timing change that counts (default 0.10 = 10%).")
     ] = None,
+    min_delta_ms: Annotated[
+        float | None, typer.Option(help="Smallest change of the median that counts, in ms (default 0.01).")
+    ] = None,
     select: Annotated[
         list[str] | None,
         typer.Option(help="Only these rules: codes, prefixes (PS1), names or families. Repeatable."),
@@ -215,6 +222,7 @@ def compare(
             noise=noise,
             rule_options=rule_option or [],
             query=query,
+            min_delta_ms=min_delta_ms,
         )
         worst = compare_and_report(
             store_path=store if store != DEFAULT_STORE or settings.store is None else settings.store,
@@ -265,6 +273,11 @@ def noise(
     from rich.table import Table
 
     from detector.gate import run_noise
+    from detector.pairing import point_order
+
+    def label_order(label: str) -> tuple[str, tuple[int, float, str]]:
+        name, _, point = label.partition(" [")
+        return (name, point_order(point.rstrip("]") or None))
 
     with user_errors():
         run_id, floors = run_noise(
@@ -277,7 +290,7 @@ def noise(
             console=err,
         )
     table = Table("query", "noise floor", title=f"A/A run {run_id}: spread of the median ratio")
-    for label, floor in sorted(floors.items()):
+    for label, floor in sorted(floors.items(), key=lambda kv: label_order(kv[0])):
         table.add_row(label, f"{floor:.1%}")
     out.print(table)
 

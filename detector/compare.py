@@ -29,6 +29,7 @@ from rules import RuleRunner
 @dataclass(frozen=True)
 class CompareOptions:
     min_effect: float = 0.10
+    min_delta_ms: float = 0.01  # a median moving less than this is never a regression
     alpha: float = 0.05
     min_samples: int = 5
     select: tuple[str, ...] | None = None
@@ -114,7 +115,9 @@ def _compare(
         min_samples=options.min_samples,
         noise_floor=[options.noise_floors.get(p.label) for p in timed],
     )
-    timing_of = {id(p): v for p, v in zip(timed, verdicts, strict=True)}
+    timing_of = {
+        id(p): below_min_delta(p, v, options.min_delta_ms) for p, v in zip(timed, verdicts, strict=True)
+    }
     plan_only = plan_only_timing(options.min_effect)
     comparisons = [
         QueryComparison(
@@ -183,6 +186,18 @@ def split_suppressed(
     return kept, suppressed
 
 
+def below_min_delta(pair: SidePair, timing: TimingComparison, min_delta_ms: float) -> TimingComparison:
+    """A significant change of a few microseconds is real but immaterial: inconclusive."""
+    base, cand = pair.baseline.timing, pair.candidate.timing
+    if timing.verdict not in (Verdict.REGRESSED, Verdict.IMPROVED) or base is None or cand is None:
+        return timing
+    delta = cand.median_ms - base.median_ms
+    if abs(delta) >= min_delta_ms:
+        return timing
+    reason = f"the median moved {abs(delta) * 1000:.1f} µs, below the {min_delta_ms * 1000:g} µs minimum"
+    return replace(timing, verdict=Verdict.INCONCLUSIVE, reason=reason)
+
+
 def plan_only_timing(min_effect: float) -> TimingComparison:
     """Plans captured without execution (EXPLAIN (GENERIC_PLAN), logs without timings)."""
     return TimingComparison(
@@ -208,10 +223,17 @@ def settings_diff(
         return values
 
     left, right = merged(baseline), merged(candidate)
+    variant_gucs = set(baseline.gucs) | set(candidate.gucs)
+
+    def value(values: dict[str, str], name: str) -> str | None:
+        # a GUC the other side's variant sets is at its default here; other absent names are
+        # settings this server does not have (io_method before 18): None, shown as n/a
+        return values.get(name, "default" if name in variant_gucs else None)
+
     diff: dict[str, tuple[str | None, str | None]] = {}
     for name in sorted(set(left) | set(right)):
         if left.get(name) != right.get(name):
-            diff[name] = (left.get(name), right.get(name))
+            diff[name] = (value(left, name), value(right, name))
     if baseline.server_version_num != candidate.server_version_num:
         diff["server_version_num"] = (
             str(baseline.server_version_num),

@@ -3,6 +3,7 @@
 ```toml
 fail-on = "error"          # info | warning | error | never
 min-effect = 0.10          # smallest timing change that counts
+min-delta-ms = 0.01        # and the smallest change of the median, in ms
 alpha = 0.05
 min-samples = 5
 select = ["ALL"]           # rule codes, prefixes (PS1), names or families
@@ -33,6 +34,7 @@ from detector.errors import PlanshiftError
 KNOWN_KEYS = {
     "fail-on",
     "min-effect",
+    "min-delta-ms",
     "alpha",
     "min-samples",
     "select",
@@ -59,6 +61,7 @@ class Config:
     source: Path | None = None
     fail_on: str = "error"
     min_effect: float = 0.10
+    min_delta_ms: float = 0.01
     alpha: float = 0.05
     min_samples: int = 5
     select: tuple[str, ...] | None = None
@@ -142,6 +145,7 @@ def parse_config(path: Path, data: Mapping[str, Any]) -> Config:
         source=path,
         fail_on=fail_on,
         min_effect=number("min-effect", 0.10),
+        min_delta_ms=number("min-delta-ms", 0.01),
         alpha=number("alpha", 0.05),
         min_samples=int(number("min-samples", 5)),
         select=codes("select"),

@@ -45,6 +45,7 @@ def compare_options(
     noise: str,
     rule_options: Sequence[str],
     query: str | None = None,
+    min_delta_ms: float | None = None,
 ) -> CompareOptions:
     """Flags win over the configuration file, which wins over the defaults."""
     effect = config.min_effect if min_effect is None else min_effect
@@ -59,6 +60,7 @@ def compare_options(
         raise PlanshiftError(f"--noise {noise!r}: expected auto, off or a run id")
     return CompareOptions(
         min_effect=effect,
+        min_delta_ms=config.min_delta_ms if min_delta_ms is None else min_delta_ms,
         alpha=config.alpha,
         min_samples=config.min_samples,
         select=tuple(select) if select else config.select,

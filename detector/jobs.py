@@ -60,10 +60,19 @@ def execute_run(
     pg_bins: Sequence[Path],
     console: Console,
     variants: Mapping[str, Mapping[str, str]] | None = None,
+    only_variants: Sequence[str] = (),
 ) -> int:
     workload = load_workload(workload_path)
     if variants is not None:
         workload = replace(workload, variants=variants)
+    if only_variants:
+        unknown = [name for name in only_variants if name not in workload.variants]
+        if unknown:
+            raise PlanshiftError(
+                f"{workload_path.name}: no variant {', '.join(map(repr, unknown))}",
+                f"variants: {', '.join(workload.variants)}",
+            )
+        workload = replace(workload, variants={n: workload.variants[n] for n in only_variants})
     dsn_map = dict(parse_dsn_option(text) for text in dsns)
     specs = resolve_target_specs(workload.targets, targets, dsn_map)
     options = RunOptions(

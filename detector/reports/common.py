@@ -129,8 +129,8 @@ def title(result: ComparisonResult) -> str:
 
 def settings_text(result: ComparisonResult, arrow: str = "->") -> list[str]:
     return [
-        f"{name} {left if left is not None else 'default'} {arrow} "
-        f"{right if right is not None else 'default'}"
+        f"{name} {left if left is not None else 'n/a'} {arrow} "
+        f"{right if right is not None else 'n/a'}"
         for name, (left, right) in sorted(result.settings_diff.items())
     ]
 

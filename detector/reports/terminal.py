@@ -7,6 +7,7 @@ from rich.text import Text
 
 from detector.census import comparison_switches
 from detector.model import ComparisonResult, QueryComparison, Severity, Side, Verdict
+from detector.reports.common import settings_text
 
 SEVERITY_STYLE = {Severity.ERROR: "bold red", Severity.WARNING: "yellow", Severity.INFO: "cyan"}
 VERDICT_STYLE = {
@@ -88,10 +89,7 @@ def render_terminal(result: ComparisonResult, console: Console, *, verbose: bool
         f"{version_text(cand_v)}), run {', '.join(map(str, result.run_ids))}"
     )
     if result.settings_diff:
-        diffs = ", ".join(
-            f"{name} {left} -> {right}"
-            for name, (left, right) in sorted(result.settings_diff.items())
-        )
+        diffs = ", ".join(settings_text(result))
         console.print(f"settings that differ: {diffs}")
     for fact in data_lines(result):
         console.print(fact, markup=False)
@@ -126,7 +124,7 @@ def render_terminal(result: ComparisonResult, console: Console, *, verbose: bool
         line = Text()
         line.append(f"{finding.severity.value:<7} ", style=SEVERITY_STYLE[finding.severity])
         line.append(f"{finding.code} {finding.name} ", style="bold")
-        line.append(f"{finding.query_name}: ")
+        line.append(f"{finding.query_name} [{finding.point}]: " if finding.point else f"{finding.query_name}: ")
         line.append(finding.message)
         console.print(line)
     for finding, reason in result.suppressed:
@@ -138,7 +136,9 @@ def render_terminal(result: ComparisonResult, console: Console, *, verbose: bool
     counts = result.verdict_counts()
     verdicts = ", ".join(f"{n} {v}" for v, n in counts.items() if n)
     worst = result.worst_severity()
+    swept = any(q.point for q in result.queries)
+    what = "query x sweep point comparisons" if swept else "queries compared"
     console.print(
-        f"\n{len(result.queries)} queries compared ({verdicts or 'none'}); "
+        f"\n{len(result.queries)} {what} ({verdicts or 'none'}); "
         f"{len(result.findings)} findings" + (f", worst: {worst}" if worst else "")
     )
