@@ -98,13 +98,15 @@ class StoreResultsMixin(StoreBase):
 
     def findings(self, comparison_id: int) -> list[Finding]:
         rows = self._con.execute(
-            "SELECT code, name, severity, query_key, query_name, message, evidence "
+            "SELECT code, name, severity, query_key, query_name, message, evidence, point "
             "FROM findings WHERE comparison_id = ? ORDER BY position",
             [comparison_id],
         ).fetchall()
         return [
-            Finding(code, name, Severity(severity), key, query_name, message, json.loads(evidence))
-            for code, name, severity, key, query_name, message, evidence in rows
+            Finding(
+                code, name, Severity(severity), key, query_name, message, json.loads(evidence), point
+            )
+            for code, name, severity, key, query_name, message, evidence, point in rows
         ]
 
 
@@ -117,4 +119,4 @@ def _finding_values(finding: Finding) -> tuple[Any, ...]:
     severity = Severity(finding.severity).value
     evidence = to_json(dict(finding.evidence))
     head = (finding.code, finding.name, severity, finding.query_key, finding.query_name)
-    return (*head, finding.message, evidence)
+    return (*head, finding.message, evidence, finding.point)
