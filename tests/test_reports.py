@@ -18,10 +18,11 @@ from detector.reports.common import findings_by_query, fmt_ms, fmt_number, slug
 from detector.reports.github import escape_data, escape_property
 from detector.reports.plan_diff import align, q_error
 from detector.reports.sweeps import crossings
+from tests.report_store import fixed_store
 
 ROOT = Path(__file__).resolve().parent.parent
 PLANS = ROOT / "tests" / "fixtures" / "plans" / "pg15"
-STORE = ROOT / "tests" / "fixtures" / "reports" / "store.duckdb"
+STORE = fixed_store()
 
 
 def plan(name: str) -> Plan:

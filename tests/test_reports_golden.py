@@ -22,9 +22,10 @@ from detector.compare import CompareOptions
 from detector.jobs import compare_from_store
 from detector.model import ComparisonResult, Severity
 from detector.reports import FORMATS, render
+from tests.report_store import COMMITTED, fixed_store
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "reports"
-STORE = FIXTURES / "store.duckdb"
+STORE = fixed_store()
 GOLDEN = FIXTURES / "golden"
 SCHEMA = Path(__file__).resolve().parent.parent / "detector" / "reports" / "schema" / "report-v1.schema.json"
 UPDATE = os.environ.get("PLANSHIFT_UPDATE_GOLDEN") == "1"
@@ -73,8 +74,8 @@ def check_golden(path: Path, text: str) -> None:
 
 
 def test_the_fixture_store_is_small_and_committed() -> None:
-    assert STORE.exists(), "run tests/fixtures/reports/make_store.py"
-    assert STORE.stat().st_size < 1_000_000
+    assert COMMITTED.exists(), "run tests/fixtures/reports/make_store.py"
+    assert COMMITTED.stat().st_size < 1_000_000
 
 
 @pytest.mark.parametrize("pair", sorted(PAIRS))

@@ -17,9 +17,11 @@ from pathlib import Path
 
 import pytest
 
+from tests.report_store import fixed_store
+
 CHROMIUM = Path("/usr/bin/chromium")
 ROOT = Path(__file__).resolve().parent.parent
-STORE = ROOT / "tests" / "fixtures" / "reports" / "store.duckdb"
+STORE = fixed_store()
 FLAGS = (
     "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
     "--disable-background-networking", "--disable-component-update", "--disable-sync",
