@@ -51,7 +51,9 @@ def unapproved_plan(comparison: QueryComparison, options: Mapping[str, Any]) -> 
     for plan in comparison.candidate.plans:
         if plan.fingerprint in approved:
             continue
-        known = "; approved: " + " | ".join(allowed) if allowed else "; no plan approved for this query"
+        known = (
+            "; approved: " + " | ".join(allowed) if allowed else "; no plan approved for this query"
+        )
         yield emit(
             "PS600",
             comparison,
