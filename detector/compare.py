@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import gc
-import zlib
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
@@ -22,7 +21,7 @@ from detector.model import (
 )
 from detector.pairing import SidePair, pair_sides
 from detector.store import Store, TargetRecord
-from detector.store_groups import PlanGroup, SideSummary
+from detector.windows import is_window, window_pairs, window_side
 from rules import RuleRunner
 
 
@@ -240,81 +239,3 @@ def settings_diff(
             str(candidate.server_version_num),
         )
     return diff
-
-
-# -- time windows of ingested logs as compare sides ------------------------------------------
-
-
-def is_window(spec: str) -> bool:
-    """`[SOURCE@]SINCE..UNTIL` (either end may be empty) names a time window of logged plans."""
-    return ".." in spec
-
-
-def window_side(store: Store, spec: str) -> TargetRecord:
-    """A made-up target for a time window of log observations: `13:00..14:05`,
-    `prod@2026-11-22T14:05..` (times UTC; a time of day is on the day of the latest log)."""
-    from detector.timeline import parse_time
-
-    source, _, window = spec.rpartition("@") if "@" in spec.split("..")[0] else ("", "", spec)
-    since_text, _, until_text = window.partition("..")
-    latest = store.log_observations()
-    if not latest:
-        raise PlanshiftError(
-            f"{spec!r} is a time window, but the store has no logged plans",
-            "ingest auto_explain logs with `planshift ingest` first",
-        )
-    reference = latest[-1].row.collected_at
-    since = parse_time(since_text, reference) if since_text.strip() else None
-    until = parse_time(until_text, reference) if until_text.strip() else None
-    if since is not None and until is not None and since >= until:
-        raise PlanshiftError(f"empty time window {spec!r}", "write SINCE..UNTIL, SINCE first")
-    info = {
-        "window": [since.isoformat() if since else None, until.isoformat() if until else None],
-        "source": source or None,
-    }
-    side_id = -1 - zlib.crc32(spec.encode())
-    run_id = max(row.row.run_id for row in latest[-1:])
-    return TargetRecord(side_id, run_id, spec, "log", None, {}, info)
-
-
-def window_pairs(
-    store: Store, baseline: TargetRecord, candidate: TargetRecord, query: str | None
-) -> list[SidePair]:
-    """pair_sides for time windows: the same pairing, from window-grouped log observations."""
-    from detector.pairing import _Plans, _side, point_order
-    from detector.timeline import parse_time
-
-    groups: dict[tuple[str, str | None], dict[int, list[PlanGroup]]] = {}
-    summaries: dict[tuple[str, str | None, int], SideSummary] = {}
-    for side in (baseline, candidate):
-        since, until = (parse_time(t) if t else None for t in side.info["window"])
-        found, summary = store.window_groups(since, until, side.info["source"], side.target_id)
-        for group in found:
-            by_side = groups.setdefault((group.query_key, group.point), {})
-            by_side.setdefault(side.target_id, []).append(group)
-        summaries.update({(s.query_key, s.point, s.target_id): s for s in summary})
-    queries = store.queries()
-    make_plans: Any = _Plans
-    try:  # newer pairing reads per-target example plans: log windows have none
-        plans = make_plans(store, [])
-    except TypeError:
-        plans = make_plans(store)
-    pairs = []
-    for (key, point), by_side in groups.items():
-        record = queries.get(key)
-        name = record.name if record else key
-        base, cand = by_side.get(baseline.target_id), by_side.get(candidate.target_id)
-        if (query and query != name) or not base or not cand:
-            continue
-        pairs.append(
-            SidePair(
-                query_key=key,
-                query_name=name,
-                sql=record.sql if record else "",
-                point=point,
-                baseline=_side(baseline, base, summaries.get((key, point, baseline.target_id)), plans),
-                candidate=_side(candidate, cand, summaries.get((key, point, candidate.target_id)), plans),
-            )
-        )
-    pairs.sort(key=lambda p: (p.query_name, point_order(p.point)))
-    return pairs

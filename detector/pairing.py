@@ -100,27 +100,41 @@ def _side(
     )
 
 
+GroupsBySide = dict[tuple[str, str | None], dict[int, list[PlanGroup]]]
+Summaries = Mapping[tuple[str, str | None, int], SideSummary]
+
+
 def pair_sides(
     store: Store, baseline: TargetRecord, candidate: TargetRecord, *, query: str | None = None
 ) -> list[SidePair]:
     """Queries (and points) measured on both sides, ordered by name and numeric point."""
     ids = [baseline.target_id, candidate.target_id]
-    groups: dict[tuple[str, str | None], dict[int, list[PlanGroup]]] = defaultdict(
-        lambda: defaultdict(list)
-    )
+    groups: GroupsBySide = defaultdict(lambda: defaultdict(list))
     for group in store.plan_groups(ids):
         groups[(group.query_key, group.point)][group.target_id].append(group)
     summaries = {(s.query_key, s.point, s.target_id): s for s in store.side_summaries(ids)}
+    return build_pairs(store, baseline, candidate, groups, summaries, query, example_targets=ids)
+
+
+def build_pairs(
+    store: Store,
+    baseline: TargetRecord,
+    candidate: TargetRecord,
+    groups: GroupsBySide,
+    summaries: Summaries,
+    query: str | None,
+    *,
+    example_targets: list[int],
+) -> list[SidePair]:
+    """SidePairs from plan groups keyed by (query, point) then side id, for any kind of side."""
     queries: Mapping[str, QueryRecord] = store.queries()
-    plans = _Plans(store, ids)
+    plans = _Plans(store, example_targets)
     pairs = []
     for (key, point), by_target in groups.items():
         record = queries.get(key)
         name = record.name if record else key
-        if query and query != name:
-            continue
         base, cand = by_target.get(baseline.target_id), by_target.get(candidate.target_id)
-        if not base or not cand:
+        if (query and query != name) or not base or not cand:
             continue
         pairs.append(
             SidePair(

@@ -243,4 +243,6 @@ class RuleRunner:
                 if found.code != selected.code:
                     raise RuntimeError(f"rule {selected.code} emitted a finding coded {found.code}")
                 findings.append(found)
-        return sorted(findings, key=Finding.sort_key)
+        if len(findings) > 1:
+            findings.sort(key=Finding.sort_key)
+        return findings

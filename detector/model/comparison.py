@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
+from functools import cached_property
 from typing import Any
 
 from detector.model.plan import Plan
@@ -143,9 +144,9 @@ class QueryComparison:
             return None
         return (cand.median_ms - base.median_ms) * self.weight
 
-    @property
+    @cached_property
     def plan_changed(self) -> bool:
-        return self.baseline.dominant.fingerprint != self.candidate.dominant.fingerprint
+        return self.baseline.plans[0].fingerprint != self.candidate.plans[0].fingerprint
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,60 @@
+"""Time windows of ingested logs as compare sides: `before..14:05` against `14:05..after`."""
+
+from __future__ import annotations
+
+import zlib
+
+from detector.errors import PlanshiftError
+from detector.pairing import GroupsBySide, SidePair, build_pairs
+from detector.store import SideSummary, Store, TargetRecord
+
+
+def is_window(spec: str) -> bool:
+    """`[SOURCE@]SINCE..UNTIL` (either end may be empty) names a time window of logged plans."""
+    return ".." in spec
+
+
+def window_side(store: Store, spec: str) -> TargetRecord:
+    """A made-up target for a time window of log observations: `13:00..14:05`,
+    `prod@2026-11-22T14:05..` (times UTC; a time of day is on the day of the latest log)."""
+    from detector.timeline import parse_time
+
+    source, _, window = spec.rpartition("@") if "@" in spec.split("..")[0] else ("", "", spec)
+    since_text, _, until_text = window.partition("..")
+    latest = store.log_observations()
+    if not latest:
+        raise PlanshiftError(
+            f"{spec!r} is a time window, but the store has no logged plans",
+            "ingest auto_explain logs with `planshift ingest` first",
+        )
+    reference = latest[-1].row.collected_at
+    since = parse_time(since_text, reference) if since_text.strip() else None
+    until = parse_time(until_text, reference) if until_text.strip() else None
+    if since is not None and until is not None and since >= until:
+        raise PlanshiftError(f"empty time window {spec!r}", "write SINCE..UNTIL, SINCE first")
+    info = {
+        "window": [since.isoformat() if since else None, until.isoformat() if until else None],
+        "source": source or None,
+    }
+    side_id = -1 - zlib.crc32(spec.encode())
+    run_id = max(row.row.run_id for row in latest[-1:])
+    return TargetRecord(side_id, run_id, spec, "log", None, {}, info)
+
+
+def window_pairs(
+    store: Store, baseline: TargetRecord, candidate: TargetRecord, query: str | None
+) -> list[SidePair]:
+    """pair_sides for time windows: the same pairing, from window-grouped log observations."""
+    from detector.timeline import parse_time
+
+    groups: GroupsBySide = {}
+    summaries: dict[tuple[str, str | None, int], SideSummary] = {}
+    for side in (baseline, candidate):
+        since, until = (parse_time(t) if t else None for t in side.info["window"])
+        found, summary = store.window_groups(since, until, side.info["source"], side.target_id)
+        for group in found:
+            by_side = groups.setdefault((group.query_key, group.point), {})
+            by_side.setdefault(side.target_id, []).append(group)
+        summaries.update({(s.query_key, s.point, s.target_id): s for s in summary})
+    # log observations keep no per-target plan examples: each shape's first EXPLAIN is used
+    return build_pairs(store, baseline, candidate, groups, summaries, query, example_targets=[])
