@@ -240,61 +240,6 @@ def compare(
     raise typer.Exit(exit_code)
 
 
-@app.command()
-def approve(
-    store: StoreOption = DEFAULT_STORE,
-    target: Annotated[
-        str | None, typer.Option("--target", "-t", help="Whose plans to approve (NAME or NAME@RUN).")
-    ] = None,
-    run_id: Annotated[int | None, typer.Option("--run", help="Run id (default: the latest complete run).")] = None,
-    lock: Annotated[Path, typer.Option("--file", help="Approved-plans file to write.")] = Path("planshift.lock"),
-    update: Annotated[bool, typer.Option(help="Accept changes to an existing file.")] = False,
-) -> None:
-    """Record the plans a target uses now as approved (a lock file to commit and review)."""
-    from detector.gate import approve as record
-
-    with user_errors():
-        plans, added, removed = record(
-            store_path=store, target=target, run_id=run_id, lock=lock, update=update
-        )
-    out.print(f"{lock}: {plans} approved plans ({added} added, {removed} removed)")
-
-
-@app.command()
-def noise(
-    workload: Annotated[Path, typer.Argument(help="Workload file (TOML).")],
-    store: StoreOption = DEFAULT_STORE,
-    target: Annotated[str | None, typer.Option("--target", "-t", help="Server to calibrate.")] = None,
-    variant: Annotated[str | None, typer.Option(help="Variant to run twice (default: the first).")] = None,
-    repetitions: Annotated[int | None, typer.Option(help="Measured executions per query and side.")] = None,
-    pg_bin: Annotated[list[Path] | None, typer.Option("--pg-bin", help="PostgreSQL bin directory.")] = None,
-) -> None:
-    """A/A calibration: run one variant twice, interleaved; compare uses the noise floors."""
-    from rich.table import Table
-
-    from detector.gate import run_noise
-    from detector.pairing import point_order
-
-    def label_order(label: str) -> tuple[str, tuple[int, float, str]]:
-        name, _, point = label.partition(" [")
-        return (name, point_order(point.rstrip("]") or None))
-
-    with user_errors():
-        run_id, floors = run_noise(
-            workload_path=workload,
-            store_path=store,
-            target=target,
-            variant=variant,
-            repetitions=repetitions,
-            pg_bins=pg_bin or [],
-            console=err,
-        )
-    table = Table("query", "noise floor", title=f"A/A run {run_id}: spread of the median ratio")
-    for label, floor in sorted(floors.items(), key=lambda kv: label_order(kv[0])):
-        table.add_row(label, f"{floor:.1%}")
-    out.print(table)
-
-
 def failing(worst: str | None, fail_on: str) -> int:
     from detector.model import Severity
 
@@ -406,6 +351,10 @@ def demo(
         )
 
 
+# the other command groups register themselves on `app` when imported
+from detector import cli_gate, cli_postmortem  # noqa: E402, F401
+
+
 def _terminate(signum: int, frame: object) -> None:
     raise SystemExit(128 + signum)
 
@@ -417,96 +366,3 @@ def main() -> None:
     except KeyboardInterrupt:
         err.print("interrupted: embedded clusters stopped")
         sys.exit(130)
-
-
-# -- postmortem: auto_explain logs, pg_stat_statements snapshots, timeline, setup check ----
-
-
-@app.command()
-def ingest(
-    logs: Annotated[
-        list[Path], typer.Argument(help="Server log files (stderr, csvlog, jsonlog; plain or .gz).")
-    ],
-    store: StoreOption = DEFAULT_STORE,
-    source: Annotated[
-        str, typer.Option("--source", help="Name of the log target (e.g. the server).")
-    ] = "log",
-    log_line_prefix: Annotated[
-        str | None,
-        typer.Option(help="The server's log_line_prefix (stderr logs); default: guess common ones."),
-    ] = None,
-    log_format: Annotated[
-        str | None, typer.Option("--format", help="stderr, csvlog or jsonlog (default: detect).")
-    ] = None,
-    log_timezone: Annotated[
-        str | None, typer.Option(help="Zone for timestamps with abbreviations like CET.")
-    ] = None,
-) -> None:
-    """Store the auto_explain plans of server logs as observations (resumable, idempotent)."""
-    from collectors.autoexplain_log import IngestOptions
-    from detector.ingest import ingest_logs
-
-    options = IngestOptions(
-        log_line_prefix=log_line_prefix, log_format=log_format, log_timezone=log_timezone
-    )
-    with user_errors():
-        reports = ingest_logs(
-            store_path=store, files=logs, source=source, options=options, console=out
-        )
-    plans = sum(report.plans for report in reports)
-    problems = sum(report.problem_count for report in reports)
-    out.print(f"{plans} plans from {len(reports)} files stored in {store}; {problems} problems")
-
-
-@app.command()
-def snapshot(
-    target: Annotated[str, typer.Option("--target", "-t", help="DSN of the server to read.")],
-    store: StoreOption = DEFAULT_STORE,
-    name: Annotated[
-        str | None, typer.Option(help="Name of the server in the store (default: host/dbname).")
-    ] = None,
-) -> None:
-    """Store one snapshot of pg_stat_statements (run it periodically, e.g. from cron)."""
-    from detector.ingest import take_snapshot
-
-    with user_errors():
-        take_snapshot(store_path=store, dsn=target, name=name, console=out)
-
-
-@app.command()
-def timeline(
-    store: StoreOption = DEFAULT_STORE,
-    query: Annotated[
-        str | None, typer.Option("--query", "-q", help="Query key (or its prefix) or name.")
-    ] = None,
-    since: Annotated[
-        str | None, typer.Option(help="From this time (2026-11-22T14:00, or 14:00 UTC).")
-    ] = None,
-    until: Annotated[str | None, typer.Option(help="Until this time (excluded).")] = None,
-    source: Annotated[str | None, typer.Option(help="Only this log source.")] = None,
-    limit: Annotated[int, typer.Option(help="Show at most this many queries.")] = 20,
-) -> None:
-    """Plan fingerprints of each logged query over time: flips marked, pgss deltas around them."""
-    from detector.ingest import show_timeline
-
-    with user_errors():
-        show_timeline(
-            store_path=store,
-            query=query,
-            since=since,
-            until=until,
-            source=source,
-            limit=limit,
-            console=out,
-        )
-
-
-@app.command("setup-check")
-def setup_check(
-    target: Annotated[str, typer.Option("--target", "-t", help="DSN of the server to check.")],
-) -> None:
-    """Report auto_explain / pg_stat_statements settings and the ones planshift recommends."""
-    from detector.ingest import setup_check as run_check
-
-    with user_errors():
-        run_check(dsn=target, console=out)

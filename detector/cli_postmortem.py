@@ -1,0 +1,102 @@
+"""`planshift ingest/snapshot/timeline/setup-check` commands: registered on the app of detector.cli."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from detector.cli import DEFAULT_STORE, StoreOption, app, out, user_errors
+
+# -- postmortem: auto_explain logs, pg_stat_statements snapshots, timeline, setup check ----
+
+
+@app.command()
+def ingest(
+    logs: Annotated[
+        list[Path], typer.Argument(help="Server log files (stderr, csvlog, jsonlog; plain or .gz).")
+    ],
+    store: StoreOption = DEFAULT_STORE,
+    source: Annotated[
+        str, typer.Option("--source", help="Name of the log target (e.g. the server).")
+    ] = "log",
+    log_line_prefix: Annotated[
+        str | None,
+        typer.Option(help="The server's log_line_prefix (stderr logs); default: guess common ones."),
+    ] = None,
+    log_format: Annotated[
+        str | None, typer.Option("--format", help="stderr, csvlog or jsonlog (default: detect).")
+    ] = None,
+    log_timezone: Annotated[
+        str | None, typer.Option(help="Zone for timestamps with abbreviations like CET.")
+    ] = None,
+) -> None:
+    """Store the auto_explain plans of server logs as observations (resumable, idempotent)."""
+    from collectors.autoexplain_log import IngestOptions
+    from detector.ingest import ingest_logs
+
+    options = IngestOptions(
+        log_line_prefix=log_line_prefix, log_format=log_format, log_timezone=log_timezone
+    )
+    with user_errors():
+        reports = ingest_logs(
+            store_path=store, files=logs, source=source, options=options, console=out
+        )
+    plans = sum(report.plans for report in reports)
+    problems = sum(report.problem_count for report in reports)
+    out.print(f"{plans} plans from {len(reports)} files stored in {store}; {problems} problems")
+
+
+@app.command()
+def snapshot(
+    target: Annotated[str, typer.Option("--target", "-t", help="DSN of the server to read.")],
+    store: StoreOption = DEFAULT_STORE,
+    name: Annotated[
+        str | None, typer.Option(help="Name of the server in the store (default: host/dbname).")
+    ] = None,
+) -> None:
+    """Store one snapshot of pg_stat_statements (run it periodically, e.g. from cron)."""
+    from detector.ingest import take_snapshot
+
+    with user_errors():
+        take_snapshot(store_path=store, dsn=target, name=name, console=out)
+
+
+@app.command()
+def timeline(
+    store: StoreOption = DEFAULT_STORE,
+    query: Annotated[
+        str | None, typer.Option("--query", "-q", help="Query key (or its prefix) or name.")
+    ] = None,
+    since: Annotated[
+        str | None, typer.Option(help="From this time (2026-11-22T14:00, or 14:00 UTC).")
+    ] = None,
+    until: Annotated[str | None, typer.Option(help="Until this time (excluded).")] = None,
+    source: Annotated[str | None, typer.Option(help="Only this log source.")] = None,
+    limit: Annotated[int, typer.Option(help="Show at most this many queries.")] = 20,
+) -> None:
+    """Plan fingerprints of each logged query over time: flips marked, pgss deltas around them."""
+    from detector.ingest import show_timeline
+
+    with user_errors():
+        show_timeline(
+            store_path=store,
+            query=query,
+            since=since,
+            until=until,
+            source=source,
+            limit=limit,
+            console=out,
+        )
+
+
+@app.command("setup-check")
+def setup_check(
+    target: Annotated[str, typer.Option("--target", "-t", help="DSN of the server to check.")],
+) -> None:
+    """Report auto_explain / pg_stat_statements settings and the ones planshift recommends."""
+    from detector.ingest import setup_check as run_check
+
+    with user_errors():
+        run_check(dsn=target, console=out)
