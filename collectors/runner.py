@@ -187,7 +187,8 @@ def plan_count(workload: Workload, sides: int, options: RunOptions) -> int:
             continue
         reps = options.repetitions or query.repetitions or workload.repetitions
         warmup = workload.warmup if options.warmup is None else options.warmup
-        total += len(query.points()) * (reps + warmup) * sides
+        executions = reps * (2 if workload.prime else 1) + warmup
+        total += len(query.points()) * executions * sides
     return total
 
 
@@ -266,35 +267,51 @@ def _measure(
     observations: list[Observation] = []
     for index in range(warmup + reps):
         params = query.parameters(rng, index, fixed)
-        for side in rotated(sides, index):
-            try:
-                plan_json, client_ms = _execute(side, query.sql, params, options.statement_timeout)
-            except psycopg.Error as exc:
-                raise PlanshiftError(
-                    f"query {query.name} failed on {side.name}: {str(exc).strip()}",
-                    f"parameters: {json.dumps(params, default=str)}",
-                ) from exc
-            if progress is not None:
-                progress(f"{query.name} {point or ''}".strip(), 1)
-            if index < warmup:
-                continue
-            plan = parse_plan(plan_json)
-            observations.append(
-                Observation(
-                    target_id=side.target_id,
-                    query_key=key,
-                    params=json.dumps(params, sort_keys=True, default=str),
-                    plan=plan,
-                    plan_json=plan_json,
-                    duration_ms=plan.execution_ms,
-                    planning_ms=plan.planning_ms,
-                    client_ms=client_ms,
-                    sample_index=index - warmup,
-                    collected_at=datetime.now(UTC),
-                    point=point,
-                )
-            )
+        measured = index >= warmup
+        # priming: the first execution with new parameters reads their pages into shared
+        # buffers and the next ones hit them; without it each side's timings mix both cases
+        passes = (False, True) if measured and workload.prime else (measured,)
+        for recorded in passes:
+            for side in rotated(sides, index):
+                try:
+                    plan_json, client_ms = _execute(side, query.sql, params, options.statement_timeout)
+                except psycopg.Error as exc:
+                    raise PlanshiftError(
+                        f"query {query.name} failed on {side.name}: {str(exc).strip()}",
+                        f"parameters: {json.dumps(params, default=str)}",
+                    ) from exc
+                if progress is not None:
+                    progress(f"{query.name} {point or ''}".strip(), 1)
+                if recorded:
+                    observations.append(
+                        _observation(side, key, params, plan_json, client_ms, index - warmup, point)
+                    )
     return observations
+
+
+def _observation(
+    side: Side,
+    key: str,
+    params: dict[str, Any],
+    plan_json: str,
+    client_ms: float,
+    sample_index: int,
+    point: str | None,
+) -> Observation:
+    plan = parse_plan(plan_json)
+    return Observation(
+        target_id=side.target_id,
+        query_key=key,
+        params=json.dumps(params, sort_keys=True, default=str),
+        plan=plan,
+        plan_json=plan_json,
+        duration_ms=plan.execution_ms,
+        planning_ms=plan.planning_ms,
+        client_ms=client_ms,
+        sample_index=sample_index,
+        collected_at=datetime.now(UTC),
+        point=point,
+    )
 
 
 def _generic_observations(

@@ -95,6 +95,7 @@ class Workload:
     warmup: int
     seed: int
     content_hash: str
+    prime: bool = True  # run each sample's parameters once, unmeasured, on every side first
 
     def query(self, name: str) -> Query:
         for query in self.queries:
@@ -232,6 +233,13 @@ class _Reader:
         )
 
 
+def _flag(reader: _Reader, head: Mapping[str, Any], key: str, default: bool) -> bool:
+    value = head.get(key, default)
+    if not isinstance(value, bool):
+        raise reader.fail(f"workload.{key}", f"expected true or false, got {value!r}")
+    return value
+
+
 def _placeholders(sql: str) -> list[str]:
     import re
 
@@ -280,6 +288,7 @@ def load_workload(path: str | Path) -> Workload:
         repetitions=reader.positive_int(head, "repetitions", "workload.", 20) or 1,
         warmup=reader.positive_int(head, "warmup", "workload.", 3),
         seed=reader.positive_int(head, "seed", "workload.", 42),
+        prime=_flag(reader, head, "prime", True),
         content_hash=hashlib.sha256(raw_bytes).hexdigest()[:16],
     )
 

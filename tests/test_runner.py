@@ -151,13 +151,25 @@ def test_passwords_never_reach_the_store(
     assert "hunter2" not in redact_conninfo("postgresql://u:hunter2@host/db")
 
 
-def test_plan_count_matches_executions(tmp_path: Path) -> None:
+@pytest.mark.parametrize("prime", [True, False])
+def test_plan_count_matches_the_executions_run(
+    tmp_path: Path, pg15: EmbeddedCluster, fresh_db: FreshDb, prime: bool
+) -> None:
+    text = WORKLOAD.replace("warmup = 1", f"warmup = 1\nprime = {str(prime).lower()}")
     path = tmp_path / "w.toml"
-    path.write_text(WORKLOAD)
+    path.write_text(text)
     workload = load_workload(path)
-    # 2 queries x (4 + 1 warm-up) x 3 sides
-    assert plan_count(workload, 3, RunOptions()) == 30
-    assert plan_count(workload, 2, RunOptions(repetitions=10, warmup=0, queries=("range",))) == 20
+    conninfo = fresh_db(pg15)
+    executed: list[str] = []
+    with Store(tmp_path / "s.duckdb") as store, open_servers(
+        resolve_target_specs(workload.targets, [], {"local": conninfo}), dsns={"local": conninfo}
+    ) as servers:
+        run_workload(workload, servers, store, RunOptions(), lambda label, n: executed.append(label))
+        stored = len(store.observations([t.target_id for t in store.targets()]))
+    assert len(executed) == plan_count(workload, 2, RunOptions())
+    # 2 queries x 2 sides x (1 warm-up + 4 measured, each primed once when prime = true)
+    assert len(executed) == 2 * 2 * (1 + 4 * (2 if prime else 1))
+    assert stored == 2 * 2 * 4, "priming and warm-up executions are not stored"
 
 
 def test_each_query_point_and_target_keeps_its_own_explain(
