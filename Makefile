@@ -17,5 +17,9 @@ lint: bootstrap
 test: lint
 	$(BIN)/pytest -q
 
+# Speed and false-alarm figures (printed, never asserted); bench_ingest.py writes a 500 MB log.
 bench: bootstrap
 	$(BIN)/python bench/bench_stats.py
+	$(BIN)/python bench/bench_compare.py
+	$(BIN)/python bench/bench_false_alarms.py
+	$(BIN)/python bench/bench_ingest.py
