@@ -112,6 +112,7 @@ def open_servers(
                             "origin": installation.origin,
                             "initdb_options": list(cluster.initdb_options),
                             "server_settings": dict(cluster.server_settings),
+                            **({"kept_dir": str(cluster.cluster_dir)} if keep else {}),
                         },
                     )
                 )

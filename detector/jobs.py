@@ -89,7 +89,14 @@ def execute_run(
             f"running {workload.name}: {len(workload.queries)} queries on {names} "
             f"x variants {', '.join(workload.variants)}"
         )
-        return run_workload(workload, servers, store, options, progress)
+        run_id = run_workload(workload, servers, store, options, progress)
+    for server in servers:
+        if "kept_dir" in server.info:
+            console.print(
+                f"kept {server.name}: {server.info['kept_dir']} (stopped; start it with "
+                f"pg_ctl -D {server.info['kept_dir']}/data start, as the server's owner)"
+            )
+    return run_id
 
 
 def compare_from_store(
