@@ -59,6 +59,7 @@ class Rule:
     severity: Severity
     options: Mapping[str, OptionValue]
     check: CheckFn
+    needs_plan_change: bool = False  # silent when the dominant plan is the same: not even called
 
     @property
     def doc(self) -> str:
@@ -135,9 +136,19 @@ def _choices(word: str, candidates: list[str], what: str) -> str:
 
 
 def rule(
-    code: str, name: str, family: str, severity: Severity, **options: OptionValue
+    code: str,
+    name: str,
+    family: str,
+    severity: Severity,
+    *,
+    needs_plan_change: bool = False,
+    **options: OptionValue,
 ) -> Callable[[CheckFn], CheckFn]:
-    """Register the decorated check function as rule `code`; options are the defaults."""
+    """Register the decorated check function as rule `code`; options are the defaults.
+
+    `needs_plan_change=True` declares that the rule never fires when the dominant plan shape
+    is the same on both sides, so a comparison of many unchanged queries skips it.
+    """
     if not _CODE.match(code):
         raise ValueError(f"rule code {code!r} is not PS + three digits")
     if not _NAME.match(name):
@@ -149,7 +160,9 @@ def rule(
         for other in _REGISTRY.values():
             if other.code == code or other.name == name:
                 raise ValueError(f"rule {code} {name} clashes with {other.code} {other.name}")
-        _REGISTRY[code] = Rule(code, name, family, severity, dict(options), check)
+        _REGISTRY[code] = Rule(
+            code, name, family, severity, dict(options), check, needs_plan_change
+        )
         return check
 
     return register
@@ -235,10 +248,11 @@ class RuleRunner:
             (selected, resolved.get(selected.code) or selected.resolve_options())
             for selected in select_rules(select, ignore)
         ]
+        self.same_plan_rules = [(r, o) for r, o in self.rules if not r.needs_plan_change]
 
     def __call__(self, comparison: QueryComparison) -> list[Finding]:
         findings: list[Finding] = []
-        for selected, chosen in self.rules:
+        for selected, chosen in self.rules if comparison.plan_changed else self.same_plan_rules:
             for found in selected.check(comparison, chosen):
                 if found.code != selected.code:
                     raise RuntimeError(f"rule {selected.code} emitted a finding coded {found.code}")

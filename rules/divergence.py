@@ -46,7 +46,14 @@ def _hint(diff: Mapping[str, tuple[str | None, str | None]]) -> str:
     return "settings differ: " + ", ".join(changes)
 
 
-@rule("PS300", "cost-duration-divergence", "divergence", Severity.WARNING, min_cost_gap=0.0)
+@rule(
+    "PS300",
+    "cost-duration-divergence",
+    "divergence",
+    Severity.WARNING,
+    min_cost_gap=0.0,
+    needs_plan_change=True,
+)
 def cost_duration_divergence(
     comparison: QueryComparison, options: Mapping[str, Any]
 ) -> Iterator[Finding]:

@@ -30,7 +30,14 @@ def _method_label(join: Join) -> str:
     return node_label(join.node)
 
 
-@rule("PS104", "join-method-changed", "plan-flip", Severity.WARNING, near_tie=0.02)
+@rule(
+    "PS104",
+    "join-method-changed",
+    "plan-flip",
+    Severity.WARNING,
+    near_tie=0.02,
+    needs_plan_change=True,
+)
 def join_method_changed(
     comparison: QueryComparison, options: Mapping[str, Any]
 ) -> Iterator[Finding]:
@@ -107,7 +114,14 @@ def _trees(plan: Plan) -> str:
     return "; ".join(tree_text(node) for node in top_joins(plan))
 
 
-@rule("PS105", "join-order-changed", "plan-flip", Severity.WARNING, near_tie=0.02)
+@rule(
+    "PS105",
+    "join-order-changed",
+    "plan-flip",
+    Severity.WARNING,
+    near_tie=0.02,
+    needs_plan_change=True,
+)
 def join_order_changed(
     comparison: QueryComparison, options: Mapping[str, Any]
 ) -> Iterator[Finding]:
@@ -194,7 +208,14 @@ def _cache_facts(kind: str, node: PlanNode) -> str:
     return f" (scanned {fmt_count(loops)} times)"
 
 
-@rule("PS107", "memoize-materialize-changed", "plan-flip", Severity.WARNING, near_tie=0.02)
+@rule(
+    "PS107",
+    "memoize-materialize-changed",
+    "plan-flip",
+    Severity.WARNING,
+    near_tie=0.02,
+    needs_plan_change=True,
+)
 def memoize_materialize_changed(
     comparison: QueryComparison, options: Mapping[str, Any]
 ) -> Iterator[Finding]:

@@ -249,7 +249,14 @@ def _labels(plan: Plan, label: Any) -> dict[RelationKey, list[str]]:
     return {key: sorted(label(node) for node in nodes) for key, nodes in groups.items()}
 
 
-@rule("PS109", "sort-agg-strategy-changed", "plan-flip", Severity.WARNING, near_tie=0.02)
+@rule(
+    "PS109",
+    "sort-agg-strategy-changed",
+    "plan-flip",
+    Severity.WARNING,
+    near_tie=0.02,
+    needs_plan_change=True,
+)
 def sort_aggregate_strategy_changed(
     comparison: QueryComparison, options: Mapping[str, Any]
 ) -> Iterator[Finding]:

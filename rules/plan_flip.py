@@ -27,7 +27,14 @@ def _near_tie(comparison: QueryComparison, threshold: float) -> tuple[bool, floa
     return near_tie(comparison, threshold)
 
 
-@rule("PS100", "plan-shape-changed", "plan-flip", Severity.WARNING, near_tie=0.02)
+@rule(
+    "PS100",
+    "plan-shape-changed",
+    "plan-flip",
+    Severity.WARNING,
+    near_tie=0.02,
+    needs_plan_change=True,
+)
 def plan_shape_changed(
     comparison: QueryComparison, options: Mapping[str, Any]
 ) -> Iterator[Finding]:
@@ -141,7 +148,14 @@ def scan_text(name: str, index: str | None) -> str:
     return f"{name}({index})" if index else name
 
 
-@rule("PS101", "index-to-bitmap-scan", "plan-flip", Severity.WARNING, near_tie=0.02)
+@rule(
+    "PS101",
+    "index-to-bitmap-scan",
+    "plan-flip",
+    Severity.WARNING,
+    near_tie=0.02,
+    needs_plan_change=True,
+)
 def index_to_bitmap_scan(
     comparison: QueryComparison, options: Mapping[str, Any]
 ) -> Iterator[Finding]:

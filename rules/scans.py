@@ -101,6 +101,7 @@ def scan_size(plan: Plan, path: str) -> ScanSize:
     "plan-flip",
     Severity.WARNING,
     near_tie=0.02,
+    needs_plan_change=True,
     min_rows=10000,
     min_pages=1000,
 )

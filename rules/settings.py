@@ -57,7 +57,7 @@ def explained_by(change: SettingChange, base_plan: Plan, cand_plan: Plan) -> str
     return None
 
 
-@rule("PS500", "settings-explain-flip", "settings", Severity.INFO)
+@rule("PS500", "settings-explain-flip", "settings", Severity.INFO, needs_plan_change=True)
 def settings_explain_flip(
     comparison: QueryComparison, options: Mapping[str, Any]
 ) -> Iterator[Finding]:

@@ -300,3 +300,17 @@ def test_number_formatting() -> None:
     assert fmt_ratio(0.966) == "0.97" and fmt_ratio(0.9962) == "0.996" and fmt_ratio(1.0) == "1.00"
     assert relative_gap(4703.7, 4475.5) == pytest.approx(0.0485, abs=1e-4)
     assert relative_gap(0.0, 0.0) == 0.0
+
+
+def test_rules_declared_plan_change_only_never_fire_on_the_same_plan() -> None:
+    """`needs_plan_change` lets the runner skip a rule: check the declaration is true."""
+    for path in sorted(CASES_DIR.glob("*/*.toml")):
+        _, comparison = load_case(path)
+        if comparison.plan_changed:
+            continue
+        for selected in rules.all_rules():
+            if selected.needs_plan_change:
+                assert not list(selected.check(comparison, selected.resolve_options())), (
+                    selected.code,
+                    path.name,
+                )
