@@ -316,7 +316,7 @@ def _decide(
     if significant:
         return Verdict.INCONCLUSIVE, f"a change of {_pct(effect)} is below the {_pct(opts.min_effect)} minimum effect"
     if low < 1 / (1 + threshold) and high > 1 + threshold:
-        return Verdict.INCONCLUSIVE, f"CI {low:.2f}-{high:.2f} too wide to decide"
+        return Verdict.INCONCLUSIVE, "the CI is too wide to decide"
     if p >= opts.alpha:
         return Verdict.INCONCLUSIVE, f"not significant (p={p:.2g})"
-    return Verdict.INCONCLUSIVE, f"not significant: CI {low:.2f}-{high:.2f} and p={p:.2g} disagree"
+    return Verdict.INCONCLUSIVE, f"not significant: the CI and the rank test (p={p:.2g}) disagree"

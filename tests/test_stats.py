@@ -114,7 +114,7 @@ def test_effect_inside_the_noise_floor_is_inconclusive() -> None:
     [
         (0.1, 30, 1.08, Verdict.INCONCLUSIVE, "a change of 8% is below the 10% minimum effect"),
         (0.1, 30, 1.04, Verdict.INCONCLUSIVE, "not significant (p=0.15)"),
-        (0.5, 30, 1.0, Verdict.INCONCLUSIVE, "CI 0.74-1.35 too wide to decide"),
+        (0.5, 30, 1.0, Verdict.INCONCLUSIVE, "the CI is too wide to decide"),
         (0.02, 30, 1.0, Verdict.UNCHANGED, "CI within the ±10% equivalence margin"),
         (0.05, 30, 1.3, Verdict.REGRESSED, "significant (p=3e-11) and 30% >= 10%"),
     ],

@@ -8,10 +8,8 @@ compare); the versions ran on the same data; and an A/A comparison of one versio
 (`planshift noise`: one server, the same settings twice, interleaved) reports no plan change and
 no regression.
 
-The A/A is a `noise` run rather than two identical variants next to other servers in one run:
-there, planshift's interleaving always runs the first variant of each server right after another
-server (cold CPU caches), and later variants ride on the caches the earlier ones warmed, so
-identical variants differ by 10-35% (see examples/range8000/README.md, "Caveat").
+The A/A is a `noise` run (one server, one variant twice, interleaved): the same check a user
+runs to calibrate noise floors.
 """
 
 from __future__ import annotations

@@ -70,13 +70,9 @@ class TimingComparison:
         slower = self.ratio >= 1
         text = f"{self.ratio:.2f}x slower" if slower else f"{1 / self.ratio:.2f}x faster"
         if self.ci_low is not None and self.ci_high is not None:
-            interval = f"{self.ci_low:.2f}-{self.ci_high:.2f}"
-            if interval not in self.reason:
-                # the interval is stated in the same unit as the headline: x slower or x faster
-                low, high = (
-                    (self.ci_low, self.ci_high) if slower else (1 / self.ci_high, 1 / self.ci_low)
-                )
-                text += f" (95% CI {low:.2f}-{high:.2f})"
+            # the interval is stated in the same unit as the headline: x slower or x faster
+            low, high = (self.ci_low, self.ci_high) if slower else (1 / self.ci_high, 1 / self.ci_low)
+            text += f" (95% CI {low:.2f}-{high:.2f})"
         if self.verdict in (Verdict.UNCHANGED, Verdict.INCONCLUSIVE):
             text += f": {self.reason}"
         return text
