@@ -11,6 +11,7 @@ from typing import Annotated, NoReturn
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from detector.errors import PlanshiftError
 
@@ -36,9 +37,10 @@ FORMATS = ("terminal", "json")
 
 
 def fail(message: str, hint: str | None = None) -> NoReturn:
-    err.print(f"[bold red]error:[/] {message}", markup=True, highlight=False)
+    # messages quote user input and `planshift[pg17,pg18]`: never read them as rich markup
+    err.print(f"[bold red]error:[/] {escape(message)}", highlight=False)
     if hint:
-        err.print(f"[bold]hint:[/] {hint}")
+        err.print(f"[bold]hint:[/] {escape(hint)}", highlight=False)
     raise typer.Exit(2)
 
 

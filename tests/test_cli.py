@@ -174,3 +174,9 @@ def test_interrupting_a_run_stops_its_clusters(tmp_path: Path, signum: int) -> N
     assert not any(d.exists() for d in owned), "cluster directory removed"
     ran = planshift("runs", "--store", tmp_path / "s.duckdb")
     assert "running" not in ran.stdout and "complete" not in ran.stdout, "no run left half-done"
+
+
+def test_error_messages_are_not_read_as_markup() -> None:
+    result = planshift("rules", "PS[99]")
+    assert result.returncode == 2
+    assert "PS[99]" in result.stderr
