@@ -177,6 +177,6 @@ def test_interrupting_a_run_stops_its_clusters(tmp_path: Path, signum: int) -> N
 
 
 def test_error_messages_are_not_read_as_markup() -> None:
-    result = planshift("rules", "PS[99]")
+    result = planshift("rules", "PS[bold]1")
     assert result.returncode == 2
-    assert "PS[99]" in result.stderr
+    assert "PS[bold]1" in result.stderr
