@@ -207,6 +207,9 @@ def compare(
     verbose: Annotated[
         bool, typer.Option("--verbose", "-v", help="Show unchanged queries too.")
     ] = False,
+    save: Annotated[
+        bool, typer.Option("--save", help="Keep the comparison and its findings in the store.")
+    ] = False,
 ) -> None:
     """Compare two sides query by query; exit 1 when findings reach --fail-on."""
     from detector.config import load_config
@@ -237,6 +240,7 @@ def compare(
             options=options,
             verbose=verbose,
             console=out,
+            save=save,
         )
         exit_code = failing(worst, fail_on or settings.fail_on)
     raise typer.Exit(exit_code)

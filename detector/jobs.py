@@ -125,6 +125,14 @@ def compare_from_store(
         return compare_sides(store, base, cand, options)
 
 
+def save_comparison(store_path: Path, result: ComparisonResult) -> int:
+    """Keep a comparison and its findings in the store (tables comparisons, findings)."""
+    with Store(store_path) as store, store.transaction():
+        comparison_id = store.add_comparison(result.baseline, result.candidate, result.run_ids)
+        store.add_findings(comparison_id, result.findings)
+    return comparison_id
+
+
 def compare_and_report(
     *,
     store_path: Path,
@@ -137,6 +145,7 @@ def compare_and_report(
     options: CompareOptions,
     verbose: bool,
     console: Console,
+    save: bool = False,
 ) -> str | None:
     """Print or write the reports; returns the worst finding severity (None when clean).
 
@@ -145,6 +154,10 @@ def compare_and_report(
     specs = resolve_outputs(output_format, outputs)
     gate = gate_severity(fail_on)
     result = compare_from_store(store_path, baseline, candidate, run_id, options)
+    if save:
+        comparison_id = save_comparison(store_path, result)
+        # stderr: stdout may carry the JSON report
+        Console(stderr=True).print(f"comparison {comparison_id} saved in {store_path}", highlight=False)
     write_reports(result, specs, fail_on=gate, console=console, verbose=verbose)
     worst = result.worst_severity()
     return worst.value if worst else None

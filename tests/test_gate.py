@@ -131,3 +131,17 @@ def test_rule_option_parsing() -> None:
     assert parse_rule_option("PS200.min_delta_ms=1") == ("PS200", "min_delta_ms", 1)
     with pytest.raises(PlanshiftError, match=r"expected RULE\.OPTION=VALUE"):
         parse_rule_option("near_tie=0.03")
+
+
+def test_compare_save_keeps_the_comparison_and_its_findings(tmp_path: Path, store: Path) -> None:
+    import json
+
+    import duckdb
+
+    saved = planshift("compare", "-b", "indexed", "-c", "seqscan", "--save", "-f", "json", cwd=tmp_path)
+    assert saved.returncode == 1
+    document = json.loads(saved.stdout)  # the message goes to stderr, stdout stays JSON
+    assert "comparison 1 saved" in saved.stderr
+    with duckdb.connect(str(store), read_only=True) as conn:
+        rows = conn.execute("SELECT code, query_name FROM findings ORDER BY position").fetchall()
+    assert rows == [(f["code"], f["query"]) for f in document["findings"]]
