@@ -319,19 +319,28 @@ def census(
     output: Annotated[
         Path | None, typer.Option("--output", "-o", help="Also write an HTML heat map (self-contained).")
     ] = None,
+    output_format: Annotated[
+        str, typer.Option("--format", "-f", help="terminal (default) or json.")
+    ] = "terminal",
 ) -> None:
     """Plan-shape census: samples per plan shape for every target and sweep point, and switch points."""
     from detector.jobs import census_from_store
+    from detector.reports.census_json import render_census_json
     from detector.reports.census_terminal import render_census
 
     with user_errors():
+        if output_format not in ("terminal", "json"):
+            raise PlanshiftError(f"unknown format {output_format!r}", "use --format terminal or json")
         censuses = census_from_store(store, run_id, query, target or [])
-    render_census(censuses, out)
+    if output_format == "json":
+        out.out(render_census_json(censuses), end="", highlight=False)
+    else:
+        render_census(censuses, out)
     if output is not None:
         from detector.reports.census_html import render_census_html
 
         output.write_text(render_census_html(censuses))
-        out.print(f"heat map written to {output}")
+        err.print(f"heat map written to {output}")
 
 
 @app.command()

@@ -143,6 +143,13 @@ def test_run_then_compare_exit_codes_and_json(
     census = planshift("census", "--store", store, "-o", tmp_path / "census.html")
     assert census.returncode == 0, census.stderr
     assert "A = IndexScan(t t_pkey)" in census.stdout and "B = SeqScan(t)" in census.stdout
+    as_json = json.loads(planshift("census", "--store", store, "-f", "json").stdout)
+    (lookup,) = as_json["queries"]
+    assert lookup["shapes"] == {"A": "IndexScan(t t_pkey)", "B": "SeqScan(t)"}
+    assert {(s["target"], tuple(s["shapes"].items())) for s in lookup["samples"]} == {
+        ("indexed", (("A", 8),)),
+        ("seqscan", (("B", 8),)),
+    }
     page = (tmp_path / "census.html").read_text()
     assert "<svg" in page and "lookup" in page and "http" not in page.split("</head>")[0]
 
