@@ -130,6 +130,12 @@ def cost_duration_divergence(
             f"; caveat: the costs are not comparable, cost-unit settings differ "
             f"({changes_text(units)})"
         )
+    versions = (comparison.baseline.server_version_num, comparison.candidate.server_version_num)
+    if None not in versions and versions[0] != versions[1]:
+        message += (
+            "; caveat: the versions differ, and executor changes move durations "
+            "without any cost change (compare same-plan queries of this run)"
+        )
     evidence: dict[str, Any] = {
         "baseline_signature": comparison.baseline.dominant.signature,
         "candidate_signature": comparison.candidate.dominant.signature,
