@@ -132,14 +132,22 @@ def index_to_bitmap_pairs(
     """
     before = [a for a in unmatched(baseline, candidate) if a.node_type in INDEX_SCANS]
     after = [a for a in unmatched(candidate, baseline) if a.node_type == BITMAP_HEAP_SCAN]
+    return pair_by_relation(before, after)
+
+
+def pair_by_relation(
+    before: list[ScanAccess], after: list[ScanAccess]
+) -> list[tuple[ScanAccess, ScanAccess]]:
+    """Each `before` read takes an `after` read of its relation, one on its index if any."""
+    pool = list(after)
     pairs: list[tuple[ScanAccess, ScanAccess]] = []
     for old in before:
-        same = [new for new in after if new.relation == old.relation]
+        same = [new for new in pool if new.relation == old.relation]
         if not same:
             continue
         indexed = [new for new in same if old.index_name in (new.index_name or "").split(",")]
         new = (indexed or same)[0]
-        after.remove(new)
+        pool.remove(new)
         pairs.append((old, new))
     return pairs
 

@@ -23,28 +23,11 @@ from detector.model.fingerprint import short_name
 from rules.base import rule
 from rules.common import emit, flip_context, fmt_cost, fmt_count, node_at
 from rules.matching import accesses, facts, placed_nodes
-from rules.plan_flip import scan_text, unmatched
+from rules.plan_flip import pair_by_relation, scan_text, unmatched
 
 INDEXED_READS = ("Index Scan", "Index Only Scan", "Bitmap Heap Scan")
 SEQ_SCAN = "Seq Scan"
 INDEX_ONLY = "Index Only Scan"
-
-
-def pair_by_relation(
-    before: list[ScanAccess], after: list[ScanAccess]
-) -> list[tuple[ScanAccess, ScanAccess]]:
-    """Each `before` read takes an `after` read of its relation, one on its index if any."""
-    pool = list(after)
-    pairs: list[tuple[ScanAccess, ScanAccess]] = []
-    for old in before:
-        same = [new for new in pool if new.relation == old.relation]
-        if not same:
-            continue
-        indexed = [new for new in same if old.index_name in (new.index_name or "").split(",")]
-        new = (indexed or same)[0]
-        pool.remove(new)
-        pairs.append((old, new))
-    return pairs
 
 
 def flipped_reads(
