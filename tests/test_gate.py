@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -14,48 +12,15 @@ from detector.config import load_config, parse_config
 from detector.errors import PlanshiftError
 from detector.gate import parse_rule_option
 from tests.conftest import FreshDb
+from tests.test_cli import WORKLOAD as FORCED_PLANS_WORKLOAD
+from tests.test_cli import planshift
 
-WORKLOAD = """
-[workload]
-name = "gate-test"
-repetitions = 8
-warmup = 1
-
-[setup]
-sql = '''
-DROP TABLE IF EXISTS t;
-CREATE TABLE t (id int PRIMARY KEY, v int NOT NULL, pad text NOT NULL);
-INSERT INTO t SELECT i, i % 100, repeat('x', 200) FROM generate_series(1, 50000) i;
-VACUUM ANALYZE t;
-'''
-
-[variants.indexed]
-enable_seqscan = "off"
-[variants.seqscan]
-enable_indexscan = "off"
-enable_bitmapscan = "off"
-enable_indexonlyscan = "off"
-
-[[queries]]
-name = "lookup"
-sql = "SELECT v FROM t WHERE id = %(id)s"
-params = { id = { range = [1, 50000] } }
-
+WORKLOAD = FORCED_PLANS_WORKLOAD.replace('name = "cli-test"', 'name = "gate-test"') + """
 [[queries]]
 name = "count"
 sql = "SELECT count(*) FROM t WHERE v = %(v)s"
 params = { v = { range = [0, 99] } }
 """
-
-
-def planshift(*args: str | Path, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "detector", *map(str, args)],
-        capture_output=True,
-        text=True,
-        cwd=cwd,
-        timeout=300,
-    )
 
 
 @pytest.fixture
