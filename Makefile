@@ -2,15 +2,18 @@
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: demo test lint bootstrap bench
+.PHONY: demo test lint bootstrap bootstrap-test bench
 
 bootstrap:
 	@VENV=$(VENV) bash scripts/bootstrap.sh
 
+bootstrap-test:
+	@VENV=$(VENV) bash scripts/bootstrap.sh --test
+
 demo: bootstrap
 	$(BIN)/planshift demo
 
-lint: bootstrap
+lint: bootstrap-test
 	$(BIN)/ruff check .
 	$(BIN)/mypy
 

@@ -15,8 +15,9 @@ if [ ! -x /usr/lib/postgresql/15/bin/postgres ] && command -v apt-get >/dev/null
   fi
 fi
 
-# headless Chromium for the HTML report test (tests/test_reports_html.py skips without it)
-if [ ! -x /usr/bin/chromium ] && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null || echo "bootstrap: chromium not installed" >&2; fi
+# headless Chromium for the HTML report test (tests/test_reports_html.py skips without it):
+# only for `make test` (bootstrap.sh --test), the demo does not need a browser
+if [ "${1:-}" = "--test" ] && [ ! -x /usr/bin/chromium ] && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null || echo "bootstrap: chromium not installed" >&2; fi
 
 if ! "$PYTHON" -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null; then
   echo "bootstrap: planshift needs Python >= 3.11 ($PYTHON is $("$PYTHON" --version 2>&1))" >&2
