@@ -22,7 +22,8 @@ from detector.reports.terminal import render_terminal
 from detector.store import Store
 from detector.workload import load_workload
 
-DEMO_WORKLOAD = Path(__file__).resolve().parent.parent / "examples" / "demo" / "workload.toml"
+# a symlink to examples/demo/workload.toml in a checkout, the file itself in a wheel
+DEMO_WORKLOAD = Path(__file__).resolve().parent / "demo_workload.toml"
 
 
 @contextmanager
