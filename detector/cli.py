@@ -248,10 +248,10 @@ def compare(
 
 def failing(worst: str | None, fail_on: str) -> int:
     from detector.model import Severity
+    from detector.reports import gate_severity
 
-    if fail_on == "never" or worst is None:
-        return 0
-    return 1 if Severity(worst).rank >= Severity.parse(fail_on).rank else 0
+    gate = gate_severity(fail_on)
+    return 1 if gate is not None and worst is not None and Severity(worst).rank >= gate.rank else 0
 
 
 @app.command()
@@ -261,23 +261,18 @@ def runs(store: StoreOption = DEFAULT_STORE) -> None:
 
     from detector.store import Store
 
-    with user_errors():
-        if not store.exists():
-            raise PlanshiftError(
-                f"store {store} does not exist", "run `planshift run WORKLOAD.toml` first"
+    with user_errors(), Store(store, read_only=True) as db:
+        table = Table("run", "label", "started", "status", "targets")
+        targets = db.targets()
+        for record in db.runs():
+            names = ", ".join(t.name for t in targets if t.run_id == record.run_id)
+            table.add_row(
+                str(record.run_id),
+                record.label,
+                str(record.started_at)[:19],
+                record.status,
+                names,
             )
-        with Store(store, read_only=True) as db:
-            table = Table("run", "label", "started", "status", "targets")
-            targets = db.targets()
-            for record in db.runs():
-                names = ", ".join(t.name for t in targets if t.run_id == record.run_id)
-                table.add_row(
-                    str(record.run_id),
-                    record.label,
-                    str(record.started_at)[:19],
-                    record.status,
-                    names,
-                )
     out.print(table)
 
 

@@ -77,8 +77,6 @@ def approve(
     *, store_path: Path, target: str | None, run_id: int | None, lock: Path, update: bool
 ) -> tuple[int, int, int]:
     """Record every plan shape the target used per query (and point); (plans, added, removed)."""
-    if not store_path.exists():
-        raise PlanshiftError(f"store {store_path} does not exist", "run `planshift run` first")
     with Store(store_path, read_only=True) as store:
         run = run_id if run_id is not None else store.latest_run_id()
         if run is None:

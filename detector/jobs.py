@@ -107,10 +107,6 @@ def compare_from_store(
     run_id: int | None,
     options: CompareOptions,
 ) -> ComparisonResult:
-    if not store_path.exists():
-        raise PlanshiftError(
-            f"store {store_path} does not exist", "run `planshift run WORKLOAD.toml` first"
-        )
     with Store(store_path, read_only=True) as store:
         base = resolve_side(store, baseline, run_id)
         cand = resolve_side(store, candidate, run_id)
@@ -211,8 +207,6 @@ def run_demo(
 def census_from_store(
     store_path: Path, run_id: int | None, query: str | None, targets: Sequence[str]
 ) -> list[QueryCensus]:
-    if not store_path.exists():
-        raise PlanshiftError(f"store {store_path} does not exist", "run `planshift run WORKLOAD.toml` first")
     with Store(store_path, read_only=True) as store:
         run = run_id if run_id is not None else store.latest_run_id()
         if run is None:

@@ -8,12 +8,12 @@ latest such run of the baseline's server: an effect inside a query's noise floor
 
 from __future__ import annotations
 
-from collections import defaultdict
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from detector import stats
 from detector.errors import PlanshiftError
+from detector.pairing import pair_sides
 from detector.store import Store, TargetRecord
 
 if TYPE_CHECKING:
@@ -42,23 +42,11 @@ def noise_floors(store: Store, run_id: int) -> dict[str, float]:
             f"run {run_id} is not an A/A run (it has {len(targets)} targets, expected 2)",
             "create one with `planshift noise WORKLOAD.toml`",
         )
-    first, second = targets[0].target_id, targets[1].target_id
-    queries = store.queries()
-    durations: dict[tuple[str, str | None], dict[int, list[float]]] = defaultdict(
-        lambda: defaultdict(list)
-    )
-    for row in store.observations([first, second]):
-        if row.duration_ms is not None:
-            durations[(row.query_key, row.point)][row.target_id].append(row.duration_ms)
-    floors: dict[str, float] = {}
-    for (key, point), sides in durations.items():
-        if len(sides[first]) < 2 or len(sides[second]) < 2:
-            continue
-        record = queries.get(key)
-        name = record.name if record else key
-        label = f"{name} [{point}]" if point else name
-        floors[label] = stats.noise_floor(sides[first], sides[second])
-    return floors
+    return {
+        pair.label: stats.noise_floor(pair.baseline.durations_ms, pair.candidate.durations_ms)
+        for pair in pair_sides(store, targets[0], targets[1])
+        if len(pair.baseline.durations_ms) >= 2 and len(pair.candidate.durations_ms) >= 2
+    }
 
 
 def with_noise_floors(store: Store, options: CompareOptions, run_id: int | None) -> CompareOptions:

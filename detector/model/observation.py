@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-from detector.model.fingerprint import fingerprint, shape_json, signature
+from detector.model.fingerprint import fingerprint
 from detector.model.plan import Plan
 
 
@@ -28,10 +28,3 @@ class Observation:
     def fingerprint(self) -> str:
         return fingerprint(self.plan)
 
-    @property
-    def signature(self) -> str:
-        return signature(self.plan)
-
-    @property
-    def shape_json(self) -> str:
-        return shape_json(self.plan)

@@ -7,7 +7,7 @@ from rich.text import Text
 
 from detector.census import comparison_switches
 from detector.model import ComparisonResult, QueryComparison, Severity, Side, Verdict
-from detector.reports.common import settings_text
+from detector.reports.common import settings_text, version_text
 
 SEVERITY_STYLE = {Severity.ERROR: "bold red", Severity.WARNING: "yellow", Severity.INFO: "cyan"}
 VERDICT_STYLE = {
@@ -16,13 +16,6 @@ VERDICT_STYLE = {
     Verdict.UNCHANGED: "dim",
     Verdict.INCONCLUSIVE: "yellow",
 }
-
-
-def version_text(num: int | None) -> str:
-    if num is None:
-        return "?"
-    major, minor = divmod(num, 10000)
-    return f"{major}.{minor}"
 
 
 def _ms(value: float | None) -> str:
