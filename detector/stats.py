@@ -72,15 +72,20 @@ def percentile(values: Sequence[float], q: float) -> float:
 def _quantile(xs: Floats, p: float) -> float:
     pos = p * (xs.size - 1)
     lo, hi = math.floor(pos), min(math.floor(pos) + 1, xs.size - 1)
-    return float(_lerp(xs[lo:lo + 1], xs[hi:hi + 1], pos - lo)[0])
+    return float(_lerp(xs[lo : lo + 1], xs[hi : hi + 1], pos - lo)[0])
 
 
 def timing_stats(values: Sequence[float]) -> TimingStats:
     """n, median, p90, p99, min and max of one side's durations (ms)."""
     xs = _sample(values, "timing_stats")
     return TimingStats(
-        n=xs.size, median_ms=float(_median_rows(xs[None, :])[0]), p90_ms=_quantile(xs, 0.9),
-        p99_ms=_quantile(xs, 0.99), min_ms=float(xs[0]), max_ms=float(xs[-1]))
+        n=xs.size,
+        median_ms=float(_median_rows(xs[None, :])[0]),
+        p90_ms=_quantile(xs, 0.9),
+        p99_ms=_quantile(xs, 0.99),
+        min_ms=float(xs[0]),
+        max_ms=float(xs[-1]),
+    )
 
 
 def median_ratio(baseline: Sequence[float], candidate: Sequence[float]) -> float:
@@ -103,8 +108,12 @@ def _resample_plan(n_b: int, n_c: int, resamples: int, seed: int) -> tuple[Ints,
 
 
 def bootstrap_ratio_ci(
-    baseline: Sequence[float], candidate: Sequence[float], *,
-    resamples: int = 2000, confidence: float = CONFIDENCE, seed: int = 0,
+    baseline: Sequence[float],
+    candidate: Sequence[float],
+    *,
+    resamples: int = 2000,
+    confidence: float = CONFIDENCE,
+    seed: int = 0,
 ) -> tuple[float, float]:
     """Percentile bootstrap CI of the median ratio; the same seed gives the same interval."""
     b, c = _sample(baseline, "bootstrap"), _sample(candidate, "bootstrap")
@@ -126,7 +135,11 @@ def mann_whitney_p(baseline: Sequence[float], candidate: Sequence[float]) -> flo
 
 
 def noise_floor(
-    first: Sequence[float], second: Sequence[float], *, resamples: int = 2000, seed: int = 0,
+    first: Sequence[float],
+    second: Sequence[float],
+    *,
+    resamples: int = 2000,
+    seed: int = 0,
 ) -> float:
     """How far from 1.0 the median-ratio CI of an A/A pair reaches: 0.07 means 7%."""
     low, high = bootstrap_ratio_ci(first, second, resamples=resamples, seed=seed)
@@ -142,34 +155,56 @@ class _Options:
     seed: int
 
     def __post_init__(self) -> None:
-        if not (self.min_effect >= 0 and 0 < self.alpha < 1 and self.min_samples >= 1
-                and self.resamples >= 1):
+        if not (
+            self.min_effect >= 0
+            and 0 < self.alpha < 1
+            and self.min_samples >= 1
+            and self.resamples >= 1
+        ):
             raise ValueError("need min_effect >= 0, 0 < alpha < 1, min_samples, resamples >= 1")
 
 
 def compare_timings(
-    baseline: Sequence[float], candidate: Sequence[float], *, min_effect: float = 0.10,
-    alpha: float = 0.05, min_samples: int = 5, noise_floor: float | None = None,
-    resamples: int = 2000, seed: int = 0,
+    baseline: Sequence[float],
+    candidate: Sequence[float],
+    *,
+    min_effect: float = 0.10,
+    alpha: float = 0.05,
+    min_samples: int = 5,
+    noise_floor: float | None = None,
+    resamples: int = 2000,
+    seed: int = 0,
 ) -> TimingComparison:
     """Verdict for one query: regressed / improved / unchanged / inconclusive, with the reason."""
     return compare_timings_batch(
-        [(baseline, candidate)], min_effect=min_effect, alpha=alpha, min_samples=min_samples,
-        noise_floor=noise_floor, resamples=resamples, seed=seed,
+        [(baseline, candidate)],
+        min_effect=min_effect,
+        alpha=alpha,
+        min_samples=min_samples,
+        noise_floor=noise_floor,
+        resamples=resamples,
+        seed=seed,
     )[0]
 
 
 def compare_timings_batch(
-    pairs: Sequence[tuple[Sequence[float], Sequence[float]]], *, min_effect: float = 0.10,
-    alpha: float = 0.05, min_samples: int = 5,
+    pairs: Sequence[tuple[Sequence[float], Sequence[float]]],
+    *,
+    min_effect: float = 0.10,
+    alpha: float = 0.05,
+    min_samples: int = 5,
     noise_floor: float | Sequence[float | None] | None = None,
-    resamples: int = 2000, seed: int = 0,
+    resamples: int = 2000,
+    seed: int = 0,
 ) -> list[TimingComparison]:
     """`compare_timings` for many (baseline, candidate) pairs at once, in input order;
     `noise_floor` is one value for every pair, or one per pair (None: no floor)."""
     opts = _Options(min_effect, alpha, min_samples, resamples, seed)
-    floors = (list(noise_floor) if noise_floor is not None
-              and not isinstance(noise_floor, int | float) else [noise_floor] * len(pairs))
+    floors = (
+        list(noise_floor)
+        if noise_floor is not None and not isinstance(noise_floor, int | float)
+        else [noise_floor] * len(pairs)
+    )
     if len(floors) != len(pairs) or not all(f is None or f >= 0 for f in floors):
         raise ValueError("noise_floor: None or >= 0, for all pairs or one per pair")
     groups: defaultdict[tuple[int, int], list[int]] = defaultdict(list)
@@ -178,7 +213,7 @@ def compare_timings_batch(
     results: dict[int, TimingComparison] = {}
     for (n_b, n_c), group in groups.items():
         step = max(1, _CHUNK_VALUES // (n_b + n_c + 1))  # bounds the memory held at once
-        for members in (group[s:s + step] for s in range(0, len(group), step)):
+        for members in (group[s : s + step] for s in range(0, len(group), step)):
             b_rows = np.array([pairs[i][0] for i in members], np.float64).reshape(len(members), n_b)
             c_rows = np.array([pairs[i][1] for i in members], np.float64).reshape(len(members), n_c)
             verdicts = _compare_group(b_rows, c_rows, [floors[i] for i in members], opts)
@@ -187,7 +222,10 @@ def compare_timings_batch(
 
 
 def _compare_group(
-    b: Floats, c: Floats, floors: list[float | None], opts: _Options,
+    b: Floats,
+    c: Floats,
+    floors: list[float | None],
+    opts: _Options,
 ) -> list[TimingComparison]:
     """All pairs with the same (len(baseline), len(candidate))."""
     count, n_b, n_c = b.shape[0], b.shape[1], c.shape[1]
@@ -211,12 +249,28 @@ def _compare_group(
             verdict, reason = _decide(r, lo, hi, pv, opts, floors[i])
         else:
             side = "candidate" if med_b[i] > 0 else "baseline"
-            verdict, reason = Verdict.INCONCLUSIVE, (
-                "non-finite timing values" if not finite[i]
-                else few if few_samples else f"non-positive {side} median")
-        out.append(TimingComparison(
-            verdict, r if positive[i] else None, lo if ok[i] else None, hi if ok[i] else None,
-            pv if ok[i] else None, opts.min_effect, floors[i], reason))
+            verdict, reason = (
+                Verdict.INCONCLUSIVE,
+                (
+                    "non-finite timing values"
+                    if not finite[i]
+                    else few
+                    if few_samples
+                    else f"non-positive {side} median"
+                ),
+            )
+        out.append(
+            TimingComparison(
+                verdict,
+                r if positive[i] else None,
+                lo if ok[i] else None,
+                hi if ok[i] else None,
+                pv if ok[i] else None,
+                opts.min_effect,
+                floors[i],
+                reason,
+            )
+        )
     return out
 
 
@@ -256,8 +310,11 @@ def _plan(n_b: int, n_c: int, resamples: int, seed: int) -> tuple[Ints, Ints, li
         ranks = (r0, r1) if sign == 1 else (resamples - 1 - r0, resamples - 1 - r1)
         nearer = (below if sign == 1 else below.T) @ weights - weights if prune else 0 * weights
         keep = nearer < max(ranks) + 1
-        tails.append(_Tail(cells[keep, 0], cells[keep, 1], weights[keep], ranks, sign,
-                           q * (resamples - 1) - lo))
+        tails.append(
+            _Tail(
+                cells[keep, 0], cells[keep, 1], weights[keep], ranks, sign, q * (resamples - 1) - lo
+            )
+        )
     return combos[0], combos[1], tails
 
 
@@ -265,7 +322,8 @@ def _bootstrap_rows(b_sorted: Floats, c_sorted: Floats, opts: _Options) -> tuple
     """Per-row percentile bootstrap CI of the median ratio, from row-sorted samples: the
     weighted order statistics of each tail's cells, as np.quantile over all resamples."""
     combos_b, combos_c, tails = _plan(
-        b_sorted.shape[1], c_sorted.shape[1], opts.resamples, opts.seed)
+        b_sorted.shape[1], c_sorted.shape[1], opts.resamples, opts.seed
+    )
     b, c, rows = b_sorted, c_sorted, np.arange(len(b_sorted))
     med_b = np.maximum((b[:, combos_b[:, 0]] + b[:, combos_b[:, 1]]) / 2, FLOOR_MS)
     med_c = np.maximum((c[:, combos_c[:, 0]] + c[:, combos_c[:, 1]]) / 2, FLOOR_MS)
@@ -287,7 +345,9 @@ def _mann_whitney_rows(b: Floats, c: Floats) -> Floats:
     exact = ~(joint[:, 1:] == joint[:, :-1]).any(axis=1) & (min(b.shape[1], c.shape[1]) <= 8)
     p = np.empty(len(b))
     methods: tuple[tuple[Bools, Literal["asymptotic", "exact"]], ...] = (
-        (~exact, "asymptotic"), (exact, "exact"))
+        (~exact, "asymptotic"),
+        (exact, "exact"),
+    )
     for rows, method in methods:
         if rows.any():
             result = sps.mannwhitneyu(b[rows], c[rows], axis=1, method=method)
@@ -300,7 +360,12 @@ def _pct(fraction: float) -> str:
 
 
 def _decide(
-    ratio: float, low: float, high: float, p: float, opts: _Options, floor: float | None,
+    ratio: float,
+    low: float,
+    high: float,
+    p: float,
+    opts: _Options,
+    floor: float | None,
 ) -> tuple[Verdict, str]:
     threshold, effect = max(opts.min_effect, floor or 0.0), max(ratio, 1 / ratio) - 1
     slower = low > 1
@@ -310,11 +375,15 @@ def _decide(
         return verdict, f"significant (p={p:.2g}) and {_pct(effect)} >= {_pct(threshold)}"
     if significant and effect >= opts.min_effect:  # a real move the A/A noise could also make
         return Verdict.INCONCLUSIVE, (
-            f"a change of {_pct(effect)} is inside the A/A noise floor of {_pct(threshold)}")
+            f"a change of {_pct(effect)} is inside the A/A noise floor of {_pct(threshold)}"
+        )
     if low >= 1 / (1 + threshold) and high <= 1 + threshold:
         return Verdict.UNCHANGED, f"CI within the ±{_pct(threshold)} equivalence margin"
     if significant:
-        return Verdict.INCONCLUSIVE, f"a change of {_pct(effect)} is below the {_pct(opts.min_effect)} minimum effect"
+        return (
+            Verdict.INCONCLUSIVE,
+            f"a change of {_pct(effect)} is below the {_pct(opts.min_effect)} minimum effect",
+        )
     if low < 1 / (1 + threshold) and high > 1 + threshold:
         return Verdict.INCONCLUSIVE, "the CI is too wide to decide"
     if p >= opts.alpha:

@@ -307,7 +307,9 @@ class Store(StoreReadsMixin, StoreGroupsMixin, StoreResultsMixin, StoreIngestMix
                 self._insert_rows("plans", PLAN_COLUMNS, plan_rows)
                 self._insert_rows("plan_nodes", PLAN_NODE_COLUMNS, node_rows)
                 self._insert_rows("observations", OBSERVATION_COLUMNS[1:], rows)
-                self._insert_rows("plan_examples", PLAN_EXAMPLE_COLUMNS, self._new_examples(observations, rows))
+                self._insert_rows(
+                    "plan_examples", PLAN_EXAMPLE_COLUMNS, self._new_examples(observations, rows)
+                )
         except (duckdb.ConversionException, duckdb.ConstraintException) as exc:
             raise PlanshiftError(
                 f"cannot store {len(observations)} observations: {exc}",
@@ -321,7 +323,12 @@ class Store(StoreReadsMixin, StoreGroupsMixin, StoreResultsMixin, StoreIngestMix
         """The first EXPLAIN of each target x query x point x shape not stored yet."""
         first: dict[tuple[int, str, str | None, str], tuple[int, str]] = {}
         for obs, row in zip(observations, rows, strict=True):
-            key = (obs.target_id, obs.query_key, obs.point, row[OBSERVATION_COLUMNS.index("fingerprint") - 1])
+            key = (
+                obs.target_id,
+                obs.query_key,
+                obs.point,
+                row[OBSERVATION_COLUMNS.index("fingerprint") - 1],
+            )
             if key not in first or obs.sample_index < first[key][0]:
                 first[key] = (obs.sample_index, obs.plan_json)
         stored = set(
