@@ -11,17 +11,13 @@ from __future__ import annotations
 
 import gc
 import hashlib
-import multiprocessing
-import os
 import re
-from collections import deque
-from collections.abc import Callable, Iterator
-from concurrent.futures import Future, ProcessPoolExecutor
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
 
-from collectors.log_batches import BatchParser, ParsedBatch, parse_in_worker
+from collectors.log_batches import BatchParser
 from collectors.log_formats import (
     FORMATS,
     Batch,
@@ -38,7 +34,6 @@ from detector.errors import PlanshiftError
 from detector.store import LedgerUpdate, LogFileRecord, Store
 
 HEAD_BYTES = 64 << 10
-PARALLEL_FROM_BYTES = 32 << 20  # smaller files: worker start-up costs more than it saves
 KEEP_PROBLEMS = 20  # per file, in the report (the store keeps them all)
 _SPACES = re.compile(r"\s+")
 
@@ -50,8 +45,7 @@ class IngestOptions:
     log_line_prefix: str | None = None  # None: guess the common prefixes
     log_format: str | None = None  # None: detect stderr / csvlog / jsonlog
     log_timezone: str | None = None  # for zone abbreviations other than UTC/GMT
-    batch_size: int = 2000
-    workers: int = field(default_factory=lambda: default_workers())
+    batch_size: int = 5000
 
 
 @dataclass
@@ -74,15 +68,21 @@ class FileReport:
             self.problems.extend(problems[:room])
 
 
-def default_workers() -> int:
-    """Parsing workers besides the writing process: none on 1-2 cores (measured slower)."""
-    cores = os.cpu_count() or 1
-    return 1 if cores <= 2 else min(4, cores - 1)
-
-
 def query_name(sql: str) -> str:
     text = _SPACES.sub(" ", sql).strip()
     return text if len(text) <= 60 else text[:57] + "..."
+
+
+def open_reader(
+    log_format: str, stream: BinaryIO, position: Position, options: IngestOptions
+) -> LogReader:
+    times = TimeParser(options.log_timezone)
+    if log_format == "stderr":
+        prefix = PrefixParser(options.log_line_prefix)
+        return StderrReader(stream, position, times, prefix, options.batch_size)
+    if log_format == "csvlog":
+        return CsvReader(stream, position, times, options.batch_size)
+    return JsonlogReader(stream, position, times, options.batch_size)
 
 
 class LogIngest:
@@ -138,36 +138,13 @@ class LogIngest:
                     frozenset(record.pending_starts),
                 )
                 report = FileReport(str(path), log_format, compressed, record.resume_line)
-            times = TimeParser(self.options.log_timezone)
-            reader = self._reader(log_format, stream, position, times)
             done = position.offset
-            for batch, parsed in self._parsed(reader, path):
-                self._store_batch(file_id, path, head, batch, parsed, report)
+            for batch in open_reader(log_format, stream, position, self.options).batches():
+                self._store_batch(file_id, path, head, batch, report)
                 if progress is not None:
                     progress(batch.checkpoint.high_offset - done)
                 done = batch.checkpoint.high_offset
-            report.unknown_zones = times.unknown_zones
         return report
-
-    def _parsed(self, reader: LogReader, path: Path) -> Iterator[tuple[Batch, ParsedBatch]]:
-        """Batches with their rows, in order; parsed by worker processes for large files."""
-        workers = self.options.workers
-        if workers <= 1 or path.stat().st_size < PARALLEL_FROM_BYTES:
-            for batch in reader.batches():
-                yield batch, self.parser.parse(batch.entries)
-            return
-        context = multiprocessing.get_context("spawn")  # no fork of a process holding DuckDB
-        with ProcessPoolExecutor(workers, mp_context=context) as pool:
-            pending: deque[tuple[Batch, Future[ParsedBatch]]] = deque()
-            for batch in reader.batches():
-                job = pool.submit(parse_in_worker, self.run_id, self.target_id, batch.entries)
-                pending.append((batch, job))
-                if len(pending) > 2 * workers:  # bounded read-ahead: memory stays flat
-                    done, future = pending.popleft()
-                    yield done, future.result()
-            while pending:
-                done, future = pending.popleft()
-                yield done, future.result()
 
     def _ledger_row(self, head: bytes) -> LogFileRecord | None:
         best: LogFileRecord | None = None
@@ -178,20 +155,10 @@ class LogIngest:
                 best = record
         return best
 
-    def _reader(
-        self, log_format: str, stream: BinaryIO, position: Position, times: TimeParser
-    ) -> LogReader:
-        size = self.options.batch_size
-        if log_format == "stderr":
-            return StderrReader(stream, position, times, self.prefix, size)
-        if log_format == "csvlog":
-            return CsvReader(stream, position, times, size)
-        return JsonlogReader(stream, position, times, size)
-
     def _store_batch(
-        self, file_id: int, path: Path, head: bytes, batch: Batch, parsed: ParsedBatch,
-        report: FileReport,
-    ) -> None:  # fmt: skip
+        self, file_id: int, path: Path, head: bytes, batch: Batch, report: FileReport
+    ) -> None:
+        parsed = self.parser.parse(batch.entries)
         problems = batch.problems + parsed.problems
         queries = {
             key: (query_name(sql), sql, queryid)
@@ -216,6 +183,7 @@ class LogIngest:
         self.store.add_log_batch(
             file_id, parsed.rows, list(parsed.shapes.values()), parsed.infos, queries, found, ledger
         )
+        report.unknown_zones |= batch.unknown_zones
         report.messages += batch.messages
         report.plans += len(parsed.rows)
         report.add_problems(problems)

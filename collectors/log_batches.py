@@ -1,20 +1,30 @@
-"""Parsing a batch of raw auto_explain entries into store rows: in the ingest process, or in
-worker processes (a pure function of the entries, so `planshift ingest` can spread the
-JSON parsing of a large log over the machine's cores while one process writes the store)."""
+"""Parsing a batch of raw auto_explain entries into store rows, in the ingest process or in
+its reading child (`log_child`): JSON entries take the typed fast path of `log_fast`,
+everything else (text plans, odd JSON) the general path of `log_plans`."""
 
 from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
 from datetime import datetime
+from functools import partial
 from typing import Any
 
+from collectors.log_fast import RowDoc, ShapeNode, decode, numbers
 from collectors.log_formats import Problem, RawEntry
-from collectors.log_plans import EntryError, LoggedPlan, QueryKeys, read_entry
-from collectors.log_rows import FAST_PATH, ShapeCache, ShapeError, observation_row
+from collectors.log_plans import (
+    EntryError,
+    LoggedPlan,
+    QueryKeys,
+    duration_of,
+    parse_parameters,
+    plan_json_text,
+    read_entry,
+)
+from collectors.log_rows import FAST_PATH, ShapeCache, ShapeError, heap_blocks, observation_row
 from detector.errors import PlanshiftError
-from detector.model import Observation
-from detector.store import LogEntryInfo, NewPlan, observation_rows, utc_now
+from detector.model import Observation, normalized_cost
+from detector.store import LogEntryInfo, NewPlan, observation_rows, to_utc_naive, utc_now
 
 
 @dataclass
@@ -39,56 +49,88 @@ class BatchParser:
 
     def parse(self, entries: list[RawEntry]) -> ParsedBatch:
         parsed = ParsedBatch()
+        rows, infos, shapes = parsed.rows, parsed.infos, parsed.shapes
         for entry in entries:
+            when = entry.time or self.last_time or utc_now()
+            body = entry.body
+            json_body = body[:2] == b"\t{" or body[:1] == "{"  # stderr keeps the tab
+            fast = decode(body) if FAST_PATH and json_body else None
             try:
-                logged = read_entry(entry)
-                identity = self.keys.identify(logged.query_text, logged.queryid)
-                when = entry.time or self.last_time or utc_now()
-                params = logged.params or json.dumps(list(identity.literals))
-                row, shape = self._row(logged, identity.key, params, when)
+                if fast is not None:
+                    row, key, sql, queryid, analyzed, shape = self._fast(entry, *fast, when)
+                    plan_format = "json"
+                else:
+                    logged = read_entry(entry)
+                    identity = self.keys.identify(logged.query_text, logged.queryid)
+                    params = logged.params or identity.literals_json
+                    row, shape = self._row(logged, identity.key, params, when)
+                    key, sql, queryid = identity.key, identity.sql, logged.queryid
+                    analyzed, plan_format = logged.analyzed, logged.plan_format
             except (EntryError, ShapeError) as exc:
                 kind = exc.kind if isinstance(exc, EntryError) else "bad-plan"
                 parsed.problems.append(Problem(entry.line, kind, str(exc)))
                 continue
             self.last_time = when
-            if identity.key not in self.seen_queries:
-                self.seen_queries.add(identity.key)
-                parsed.queries[identity.key] = (identity.sql, logged.queryid)
+            if key not in self.seen_queries:
+                self.seen_queries.add(key)
+                parsed.queries[key] = (sql, queryid)
             if shape is not None:
-                parsed.shapes.setdefault(shape.fingerprint, shape)
-            parsed.rows.append(row)
-            parsed.infos.append(
+                shapes.setdefault(shape.fingerprint, shape)
+            rows.append(row)
+            infos.append(
                 LogEntryInfo(
                     entry.line,
                     entry.offset,
                     entry.pid,
                     entry.database,
                     entry.user,
-                    logged.queryid,
-                    logged.plan_format,
-                    logged.analyzed,
+                    queryid,
+                    plan_format,
+                    analyzed,
                 )
             )
         return parsed
+
+    def _fast(
+        self, entry: RawEntry, node: ShapeNode, doc: RowDoc, when: datetime
+    ) -> tuple[tuple[Any, ...], str, str, int | None, bool, NewPlan | None]:
+        """Row, query key, normalized SQL, queryid, analyzed, new shape: the log_fast path."""
+        queryid = doc.queryid if doc.queryid is not None else entry.queryid
+        identity = self.keys.identify(doc.query_text, queryid)
+        params = identity.literals_json
+        if doc.parameters is not None:
+            params = json.dumps(parse_parameters(doc.parameters))
+        found = self.shapes.fingerprints.get(node)
+        shape = None
+        heap: list[int | None] = [None, None]
+        if found is None or _mentions_heap_blocks(entry.body):
+            document = read_entry(entry).document
+            if found is None:
+                found, shape = self.shapes.add(
+                    node, document, partial(plan_json_text, entry.body), when
+                )
+            heap_blocks(document["Plan"], heap)
+        total, startup, plan_rows, actual, execution, planning, *buffers, io_read = numbers(doc)
+        row = (
+            self.run_id, self.target_id, identity.key, None, params, 0, found, "log",
+            normalized_cost(total), normalized_cost(startup), plan_rows, actual,
+            execution if execution is not None else duration_of(entry.head), planning, None,
+            *buffers, heap[0], heap[1], io_read, to_utc_naive(when),
+        )  # fmt: skip
+        return row, identity.key, identity.sql, queryid, doc.plan.actual_rows is not None, shape
 
     def _row(
         self, logged: LoggedPlan, key: str, params: str, when: datetime
     ) -> tuple[tuple[Any, ...], NewPlan | None]:
         """The observations row, and the plan shape when this parser sees it first."""
         if FAST_PATH:
-            found, shape, heap = self.shapes.lookup(logged.document, logged.plan_json, when)
-            row = observation_row(
-                logged.document,
-                run_id=self.run_id,
-                target_id=self.target_id,
-                query_key=key,
-                params=params,
-                fingerprint_=found,
-                heap=heap,
-                duration_ms=logged.duration_ms,
-                collected_at=when,
-            )
-            return row, shape
+            document = logged.document
+            found, shape = self.shapes.lookup(document, logged.plan_json, when)
+            heap: list[int | None] = [None, None]
+            if _mentions_heap_blocks(logged.raw):
+                heap_blocks(document["Plan"], heap)
+            head = (self.run_id, self.target_id, key, None, params, 0, found, "log")
+            return observation_row(document, head, heap, logged.duration_ms, when), shape
         try:  # the store's columns changed: go through the model (slower, always right)
             plan = logged.plan()
         except PlanshiftError as exc:
@@ -110,12 +152,9 @@ class BatchParser:
         return rows[0], next(iter(shapes.values()))
 
 
-_WORKER: BatchParser | None = None
-
-
-def parse_in_worker(run_id: int, target_id: int, entries: list[RawEntry]) -> ParsedBatch:
-    """Entry point of a worker process: one BatchParser per process, kept between batches."""
-    global _WORKER
-    if _WORKER is None or (_WORKER.run_id, _WORKER.target_id) != (run_id, target_id):
-        _WORKER = BatchParser(run_id, target_id)
-    return _WORKER.parse(entries)
+def _mentions_heap_blocks(raw: bytes | str) -> bool:
+    if not raw:  # a text plan: no JSON to search
+        return True
+    if isinstance(raw, bytes):
+        return b"Heap Blocks" in raw
+    return "Heap Blocks" in raw

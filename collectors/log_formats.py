@@ -75,6 +75,7 @@ class Batch:
     checkpoint: Checkpoint
     messages: int  # log messages read in this batch (plans and everything else)
     incomplete: list[Problem] = field(default_factory=list)  # open at end of file
+    unknown_zones: frozenset[str] = frozenset()  # time zone abbreviations read as --log-timezone
 
 
 @dataclass(frozen=True)
@@ -214,7 +215,14 @@ class LogReader:
         )
         if final and self.tail_line is not None:
             incomplete.append(Problem(self.tail_line, "truncated", "unterminated last entry"))
-        batch = Batch(self.entries, self.problems, checkpoint, self.messages, incomplete)
+        batch = Batch(
+            self.entries,
+            self.problems,
+            checkpoint,
+            self.messages,
+            incomplete,
+            frozenset(self.times.unknown_zones),
+        )
         self.entries, self.problems, self.messages = [], [], 0
         return batch
 

@@ -17,7 +17,8 @@ import hashlib
 import json
 import re
 from dataclasses import dataclass
-from typing import Any
+from functools import cached_property
+from typing import Any, NamedTuple
 
 from pglast import parser as pg_parser
 
@@ -42,8 +43,7 @@ class EntryError(Exception):
         self.kind = kind
 
 
-@dataclass(frozen=True)
-class LoggedPlan:
+class LoggedPlan(NamedTuple):
     duration_ms: float | None  # the log line's duration
     query_text: str
     params: str  # JSON object {"$1": "5"}; "" when the entry has none
@@ -60,13 +60,24 @@ class LoggedPlan:
         """The plan as JSON text (stderr's tab indentation removed), for the plans table."""
         if self.plan_format == "text":
             return json.dumps(self.document)
-        text = self.raw.decode("utf-8", "replace") if isinstance(self.raw, bytes) else self.raw
-        if "\n\t" in text:
-            text = text.replace("\n\t", "\n").lstrip("\t")
-        return text.strip()
+        return plan_json_text(self.raw)
 
     def plan(self) -> Plan:
         return parse_plan(self.document)
+
+
+def plan_json_text(raw: bytes | str) -> str:
+    """A logged JSON plan as JSON text, stderr's tab indentation removed."""
+    text = raw.decode("utf-8", "replace") if isinstance(raw, bytes) else raw
+    if "\n\t" in text:
+        text = text.replace("\n\t", "\n").lstrip("\t")
+    return text.strip()
+
+
+def duration_of(head: str) -> float | None:
+    """The `duration: 1.234 ms` of an auto_explain message's first line."""
+    match = _DURATION.match(head)
+    return float(match.group(1)) if match else None
 
 
 @dataclass(frozen=True)
@@ -74,6 +85,10 @@ class QueryIdentity:
     key: str
     sql: str  # literals replaced by $n
     literals: tuple[str, ...]
+
+    @cached_property
+    def literals_json(self) -> str:
+        return json.dumps(list(self.literals))
 
 
 def parse_parameters(text: str) -> dict[str, str | None]:
@@ -142,11 +157,9 @@ class QueryKeys:
 
 def read_entry(entry: RawEntry) -> LoggedPlan:
     """The plan of an auto_explain entry; EntryError when it is broken."""
-    match = _DURATION.match(entry.head)
-    duration = float(match.group(1)) if match else None
+    duration = duration_of(entry.head)
     body = entry.body
-    stripped = body.lstrip()
-    if stripped[:1] in (b"{", "{"):
+    if body[:2] == b"\t{" or body[:1] == "{" or body.lstrip()[:1] in (b"{", "{"):
         return _json_entry(body, duration, entry.queryid)
     text = body.decode("utf-8", "replace") if isinstance(body, bytes) else body
     return _text_entry(text, duration, entry.queryid)

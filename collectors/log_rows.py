@@ -29,65 +29,64 @@ ROW_COLUMNS = (
     "io_read_ms", "collected_at",
 )  # fmt: skip
 FAST_PATH = tuple(OBSERVATION_COLUMNS[1:]) == ROW_COLUMNS
-_BUFFER_KEYS = (
+_ROOT_KEYS = (
+    "Total Cost", "Startup Cost", "Plan Rows", "Actual Rows", "Actual Loops",
     "Shared Hit Blocks", "Shared Read Blocks", "Shared Dirtied Blocks", "Shared Written Blocks",
-    "Temp Read Blocks", "Temp Written Blocks",
+    "Temp Read Blocks", "Temp Written Blocks", "Shared I/O Read Time", "I/O Read Time",
 )  # fmt: skip
+_NUMBER = (int, float)
 
 
 class ShapeError(Exception):
     """The plan JSON is not a plan (a node without Node Type, a cost that is not a number)."""
 
 
-def shape_key(node: dict[str, Any], heap: list[int | None]) -> tuple[Any, ...]:
-    """Hashable shape of a raw plan node; sums Exact/Lossy Heap Blocks into heap[0], heap[1]."""
-    if not isinstance(node, dict):
-        raise ShapeError("plan node is not an object")
-    exact = node.get("Exact Heap Blocks")
-    if isinstance(exact, (int, float)):
-        heap[0] = (heap[0] or 0) + int(exact)
-    lossy = node.get("Lossy Heap Blocks")
-    if isinstance(lossy, (int, float)):
-        heap[1] = (heap[1] or 0) + int(lossy)
+def shape_key(node: Any) -> tuple[Any, ...]:
+    """Hashable shape of a raw plan node; AttributeError or TypeError when it is no object."""
     values = tuple(map(node.get, _SHAPE_FIELDS))
     children = node.get("Plans")
     if children:
-        if not isinstance(children, list):
-            raise ShapeError("Plans is not a list")
-        return (values, tuple(shape_key(child, heap) for child in children))
+        return (values, tuple(map(shape_key, children)))
     return values
 
 
-def _number(node: dict[str, Any], key: str) -> float:
-    value = node.get(key, 0.0)
-    if not isinstance(value, (int, float)):
-        raise ShapeError(f"{key} is not a number")
-    return float(value)
-
-
-def _count(node: dict[str, Any], key: str) -> int:
-    value = node.get(key, 0)
-    return int(value) if isinstance(value, (int, float)) else 0
+def heap_blocks(node: dict[str, Any], heap: list[int | None]) -> None:
+    """Sum Exact/Lossy Heap Blocks of the tree into heap[0], heap[1] (None when absent)."""
+    exact = node.get("Exact Heap Blocks")
+    if isinstance(exact, _NUMBER):
+        heap[0] = (heap[0] or 0) + int(exact)
+    lossy = node.get("Lossy Heap Blocks")
+    if isinstance(lossy, _NUMBER):
+        heap[1] = (heap[1] or 0) + int(lossy)
+    for child in node.get("Plans") or ():
+        heap_blocks(child, heap)
 
 
 @dataclass
 class ShapeCache:
-    """fingerprint per raw shape; new shapes are handed out once, as NewPlan for the store."""
+    """fingerprint per raw shape; new shapes are handed out once, as NewPlan for the store.
 
-    fingerprints: dict[tuple[Any, ...], str]
+    Keys are `shape_key` tuples (general path) or `log_fast.ShapeNode` structs (fast path)."""
+
+    fingerprints: dict[Any, str]
     limit: int = 100_000
 
     def lookup(
         self, document: dict[str, Any], plan_json: Any, collected_at: datetime
-    ) -> tuple[str, NewPlan | None, list[int | None]]:
-        heap: list[int | None] = [None, None]
-        root = document.get("Plan")
-        if not isinstance(root, dict):
-            raise ShapeError("no Plan object")
-        key = shape_key(root, heap)
+    ) -> tuple[str, NewPlan | None]:
+        """The plan's fingerprint, and its NewPlan when this cache sees the shape first."""
+        try:
+            key = shape_key(document["Plan"])
+        except (AttributeError, TypeError):
+            raise ShapeError("a plan node is not an object") from None
         known = self.fingerprints.get(key)
         if known is not None:
-            return known, None, heap
+            return known, None
+        return self.add(key, document, plan_json, collected_at)
+
+    def add(
+        self, key: Any, document: dict[str, Any], plan_json: Any, collected_at: datetime
+    ) -> tuple[str, NewPlan]:
         try:
             plan = parse_plan(document)
         except Exception as exc:  # the model's own errors, or a wrong type in the JSON
@@ -96,53 +95,60 @@ class ShapeCache:
         if len(self.fingerprints) > self.limit:
             self.fingerprints.clear()
         self.fingerprints[key] = found
-        first_seen = to_utc_naive(collected_at)
         new = NewPlan(
             found,
             signature(plan),
             shape_json(plan),
             plan_json() if callable(plan_json) else plan_json,
-            first_seen,
+            to_utc_naive(collected_at),
             plan_node_rows(found, plan),
         )
-        return found, new, heap
+        return found, new
 
 
 def observation_row(
     document: dict[str, Any],
-    *,
-    run_id: int,
-    target_id: int,
-    query_key: str,
-    params: str,
-    fingerprint_: str,
+    head: tuple[
+        Any, ...
+    ],  # run_id, target_id, query_key, point, params, sample_index, fingerprint, source
     heap: list[int | None],
     duration_ms: float | None,
     collected_at: datetime,
 ) -> tuple[Any, ...]:
     """The `observations` row (ROW_COLUMNS order) of one logged plan."""
     root = document["Plan"]
-    actual = root.get("Actual Rows")
-    actual_total = None
-    if isinstance(actual, (int, float)):
-        loops = root.get("Actual Loops")
-        actual_total = float(actual) * (
-            float(loops) if isinstance(loops, (int, float)) and loops else 1.0
-        )
+    total, startup, rows, actual, loops, *buffers, io_new, io_old = map(root.get, _ROOT_KEYS)
+    if isinstance(actual, _NUMBER):
+        scale = float(loops) if isinstance(loops, _NUMBER) and loops else 1.0
+        actual = float(actual) * scale
+    else:
+        actual = None
     execution = document.get("Execution Time")
     planning = document.get("Planning Time")
-    io_read = root.get("Shared I/O Read Time", root.get("I/O Read Time", 0.0)) or 0.0
+    io_read = (io_new if io_new is not None else io_old) or 0.0
     return (
-        run_id, target_id, query_key, None, params, 0, fingerprint_, "log",
-        normalized_cost(_number(root, "Total Cost")),
-        normalized_cost(_number(root, "Startup Cost")),
-        _number(root, "Plan Rows"),
-        actual_total,
-        float(execution) if isinstance(execution, (int, float)) else duration_ms,
-        float(planning) if isinstance(planning, (int, float)) else None,
+        *head,
+        normalized_cost(_number(root, total, "Total Cost")),
+        normalized_cost(_number(root, startup, "Startup Cost")),
+        _number(root, rows, "Plan Rows"),
+        actual,
+        float(execution) if isinstance(execution, _NUMBER) else duration_ms,
+        float(planning) if isinstance(planning, _NUMBER) else None,
         None,
-        *[_count(root, key) for key in _BUFFER_KEYS],
+        *[b if b.__class__ is int else _count(b) for b in buffers],
         heap[0], heap[1],
-        float(io_read) if isinstance(io_read, (int, float)) else 0.0,
+        float(io_read) if isinstance(io_read, _NUMBER) else 0.0,
         to_utc_naive(collected_at),
     )  # fmt: skip
+
+
+def _number(node: dict[str, Any], value: Any, key: str) -> float:
+    if value is None and key not in node:
+        return 0.0
+    if not isinstance(value, _NUMBER):
+        raise ShapeError(f"{key} is not a number")
+    return float(value)
+
+
+def _count(value: Any) -> int:
+    return int(value) if isinstance(value, _NUMBER) else 0

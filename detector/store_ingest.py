@@ -157,14 +157,11 @@ class StoreIngestMixin(StoreBase):
             if rows:
                 ids = self._next_observation_ids(len(rows))
                 self._insert_columns(
-                    "observations",
-                    OBSERVATION_COLUMNS,
-                    [(oid, *row) for oid, row in zip(ids, rows, strict=True)],
+                    "observations", OBSERVATION_COLUMNS, [ids, *zip(*rows, strict=True)]
                 )
+                file_ids = np.full(len(rows), file_id, dtype=np.int64)
                 self._insert_columns(
-                    "log_entries",
-                    _ENTRY_COLUMNS,
-                    [(oid, file_id, *e) for oid, e in zip(ids, entries, strict=True)],
+                    "log_entries", _ENTRY_COLUMNS, [ids, file_ids, *zip(*entries, strict=True)]
                 )
             if problems:
                 now = utc_now()
@@ -193,35 +190,25 @@ class StoreIngestMixin(StoreBase):
                 ],
             )
 
-    def _next_observation_ids(self, count: int) -> list[int]:
-        rows = self._con.execute(
-            "SELECT nextval('observation_id_seq') FROM range(?)", [count]
-        ).fetchall()
-        return [int(row[0]) for row in rows]
+    def _next_observation_ids(self, count: int) -> Any:
+        ids = self._con.execute(
+            "SELECT nextval('observation_id_seq') AS id FROM range(?)", [count]
+        ).fetchnumpy()["id"]
+        return np.asarray(ids, dtype=np.int64)
 
-    def _insert_columns(
-        self, table: str, names: Sequence[str], rows: Sequence[Sequence[Any]]
-    ) -> None:
+    def _insert_columns(self, table: str, names: Sequence[str], columns: Sequence[Any]) -> None:
         """Like _insert_rows, through numpy columns: ~5x faster on 10,000-row batches."""
-        types = self._column_types_of(table)
-        columns: dict[str, Any] = {}
-        for name, values in zip(names, zip(*rows, strict=True), strict=True):
-            columns[name] = _numpy_column(values, types[name])
+        types = self._types_of(table)
         view = f"_planshift_{table}_batch"
-        self._con.register(view, columns)
+        batch = zip(names, columns, strict=True)
+        self._con.register(
+            view, {name: _numpy_column(values, types[name]) for name, values in batch}
+        )
         try:
             listed = ", ".join(names)
             self._con.execute(f"INSERT INTO {table} ({listed}) SELECT {listed} FROM {view}")
         finally:
             self._con.unregister(view)
-
-    def _column_types_of(self, table: str) -> dict[str, str]:
-        rows = self._con.execute(
-            "SELECT column_name, data_type FROM duckdb_columns() "
-            "WHERE NOT internal AND table_name = ?",
-            [table],
-        ).fetchall()
-        return {str(name): str(data_type) for name, data_type in rows}
 
     def log_problems(self, file_id: int | None = None) -> list[tuple[str, int, str, str]]:
         """(path, line, kind, message) of broken input, by file and line."""
@@ -334,6 +321,8 @@ class StoreIngestMixin(StoreBase):
 
 
 def _numpy_column(values: Sequence[Any], data_type: str) -> Any:
+    if isinstance(values, np.ndarray):
+        return values
     has_null = None in values
     if data_type in ("BIGINT", "INTEGER") and not has_null:
         return np.array(values, dtype=np.int64)

@@ -40,6 +40,9 @@ class StoreBase:
     def _insert_rows(self, table: str, names: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
         raise NotImplementedError
 
+    def _types_of(self, table: str) -> dict[str, str]:
+        raise NotImplementedError
+
 
 class StoreReadsMixin(StoreBase):
     def runs(self) -> list[RunRecord]:

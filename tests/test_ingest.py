@@ -14,11 +14,12 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
+from collectors import log_batches
 from collectors.autoexplain_log import IngestOptions, LogIngest
 from collectors.installations import find_installation
 from detector.cli import app
 from detector.errors import PlanshiftError
-from detector.store import Store
+from detector.store import OBSERVATION_COLUMNS, Store
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "fixtures" / "logs"))
 from capture_logs import MODES, PREFIX, capture, expected_plans, mixed_workload
@@ -84,6 +85,34 @@ def test_stderr_csvlog_and_jsonlog_give_the_same_observations(
         results[name] = stored(tmp_path / f"{name}.duckdb")
     assert results["pg.log"] == results["pg.csv"] == results["pg.json"]
     assert len(results["pg.log"]) == expected_plans() * len(MODES)
+
+
+@pytest.mark.parametrize("major", [15, 17, 18])
+def test_fast_general_and_model_paths_store_the_same_rows(
+    live_logs: Callable[[int], Path],
+    tmp_path: Path,
+    major: int,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """JSON entries take log_fast's typed decode; without it, the dict path of log_rows; with
+    other store columns, the model. All three must store the same observations."""
+    log = live_logs(major) / "pg.log"
+    ingest(tmp_path / "fast.duckdb", log)
+    monkeypatch.setattr(log_batches, "decode", lambda body: None)
+    ingest(tmp_path / "general.duckdb", log)
+    monkeypatch.setattr(log_batches, "FAST_PATH", False)
+    ingest(tmp_path / "model.duckdb", log)
+    columns = ", ".join(OBSERVATION_COLUMNS)
+    found = {}
+    for name in ("fast", "general", "model"):
+        with Store(tmp_path / f"{name}.duckdb", read_only=True) as store:
+            found[name] = store._con.execute(
+                f"SELECT {columns} FROM observations ORDER BY observation_id"
+            ).fetchall()
+    assert len(found["fast"]) == expected_plans() * len(MODES)
+    assert found["fast"] == found["general"] == found["model"]
+    heap = OBSERVATION_COLUMNS.index("exact_heap_blocks")
+    assert any(row[heap] for row in found["fast"])  # the bitmap query's Exact Heap Blocks
 
 
 @pytest.mark.parametrize("major", [15, 17, 18])

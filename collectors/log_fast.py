@@ -1,0 +1,98 @@
+"""The fast path of an auto_explain JSON entry: two typed msgspec decodes instead of dicts.
+
+A JSON plan carries ~30 keys per node; a row needs a dozen of the root's and the shape fields of
+every node. `msgspec` decodes just those, in C: `ShapeDoc` gives the plan's shape as a frozen,
+hashable struct (the key of the fingerprint cache), `RowDoc` the numbers of the row. An entry
+that does not fit these types (a string where a number belongs, broken JSON) returns None, and
+the caller takes the general path (`log_plans.read_entry`), which reports it precisely.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+from msgspec import Struct, field
+
+
+class ShapeNode(Struct, frozen=True):
+    """The fields `detector.model` fingerprints (log_rows._SHAPE_FIELDS), children in order."""
+
+    node_type: str | None = field(name="Node Type", default=None)
+    strategy: str | None = field(name="Strategy", default=None)
+    partial_mode: str | None = field(name="Partial Mode", default=None)
+    join_type: str | None = field(name="Join Type", default=None)
+    parent: str | None = field(name="Parent Relationship", default=None)
+    direction: str | None = field(name="Scan Direction", default=None)
+    relation: str | None = field(name="Relation Name", default=None)
+    schema: str | None = field(name="Schema", default=None)
+    index: str | None = field(name="Index Name", default=None)
+    cte: str | None = field(name="CTE Name", default=None)
+    subplan: str | None = field(name="Subplan Name", default=None)
+    plans: tuple[ShapeNode, ...] = field(name="Plans", default=())
+
+
+class ShapeDoc(Struct):
+    plan: ShapeNode = field(name="Plan")
+
+
+class RootNumbers(Struct):
+    total_cost: float = field(name="Total Cost", default=0.0)
+    startup_cost: float = field(name="Startup Cost", default=0.0)
+    plan_rows: float = field(name="Plan Rows", default=0.0)
+    actual_rows: float | None = field(name="Actual Rows", default=None)
+    actual_loops: float | None = field(name="Actual Loops", default=None)
+    shared_hit: int = field(name="Shared Hit Blocks", default=0)
+    shared_read: int = field(name="Shared Read Blocks", default=0)
+    shared_dirtied: int = field(name="Shared Dirtied Blocks", default=0)
+    shared_written: int = field(name="Shared Written Blocks", default=0)
+    temp_read: int = field(name="Temp Read Blocks", default=0)
+    temp_written: int = field(name="Temp Written Blocks", default=0)
+    io_read: float | None = field(name="Shared I/O Read Time", default=None)  # 16+
+    io_read_old: float | None = field(name="I/O Read Time", default=None)  # <= 15
+
+
+class RowDoc(Struct, kw_only=True):
+    query_text: str = field(name="Query Text", default="")
+    parameters: str | None = field(name="Query Parameters", default=None)
+    queryid: int | None = field(name="Query Identifier", default=None)
+    execution_ms: float | None = field(name="Execution Time", default=None)
+    planning_ms: float | None = field(name="Planning Time", default=None)
+    plan: RootNumbers = field(name="Plan")
+
+
+_SHAPES = msgspec.json.Decoder(ShapeDoc)
+_ROWS = msgspec.json.Decoder(RowDoc)
+_FAILED = (msgspec.DecodeError, msgspec.ValidationError)
+
+
+def decode(body: bytes | str) -> tuple[ShapeNode, RowDoc] | None:
+    """The plan's shape and row fields; None when the entry needs the general path."""
+    try:
+        return _SHAPES.decode(body).plan, _ROWS.decode(body)
+    except _FAILED:
+        return None
+
+
+def numbers(doc: RowDoc) -> tuple[Any, ...]:
+    """total, startup, plan rows, actual rows x loops, execution, planning, 6 buffers, io read."""
+    root = doc.plan
+    actual = root.actual_rows
+    if actual is not None and root.actual_loops:
+        actual *= root.actual_loops
+    io_read = root.io_read if root.io_read is not None else root.io_read_old
+    return (
+        root.total_cost,
+        root.startup_cost,
+        root.plan_rows,
+        actual,
+        doc.execution_ms,
+        doc.planning_ms,
+        root.shared_hit,
+        root.shared_read,
+        root.shared_dirtied,
+        root.shared_written,
+        root.temp_read,
+        root.temp_written,
+        io_read or 0.0,
+    )
