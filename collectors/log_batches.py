@@ -10,7 +10,14 @@ from datetime import datetime
 from functools import partial
 from typing import Any
 
-from collectors.log_fast import RowDoc, ShapeNode, decode, numbers
+from collectors.log_fast import (
+    RowDoc,
+    ShapeNode,
+    decode,
+    has_bitmap_heap_scan,
+    heap_blocks,
+    numbers,
+)
 from collectors.log_formats import Problem, RawEntry
 from collectors.log_plans import (
     EntryError,
@@ -21,7 +28,13 @@ from collectors.log_plans import (
     plan_json_text,
     read_entry,
 )
-from collectors.log_rows import FAST_PATH, ShapeCache, ShapeError, heap_blocks, observation_row
+from collectors.log_rows import (
+    FAST_PATH,
+    ShapeCache,
+    ShapeError,
+    add_heap_blocks,
+    observation_row,
+)
 from detector.errors import PlanshiftError
 from detector.model import Observation, normalized_cost
 from detector.store import LogEntryInfo, NewPlan, observation_rows, to_utc_naive, utc_now
@@ -44,6 +57,7 @@ class BatchParser:
         self.target_id = target_id
         self.keys = QueryKeys()
         self.shapes = ShapeCache({})
+        self.fast_shapes: dict[ShapeNode, tuple[str, bool]] = {}  # fingerprint, bitmap scan?
         self.last_time: datetime | None = None
         self.seen_queries: set[str] = set()
 
@@ -100,22 +114,28 @@ class BatchParser:
         params = identity.literals_json
         if doc.parameters is not None:
             params = json.dumps(parse_parameters(doc.parameters))
-        found = self.shapes.fingerprints.get(node)
+        known = self.fast_shapes.get(node)
         shape = None
-        heap: list[int | None] = [None, None]
-        if found is None or _mentions_heap_blocks(entry.body):
+        if known is None:
+            if len(self.fast_shapes) > self.shapes.limit:
+                self.fast_shapes.clear()
             document = read_entry(entry).document
-            if found is None:
-                found, shape = self.shapes.add(
-                    node, document, partial(plan_json_text, entry.body), when
-                )
-            heap_blocks(document["Plan"], heap)
+            found, shape = self.shapes.add(
+                node, document, partial(plan_json_text, entry.body), when
+            )
+            known = self.fast_shapes[node] = (found, has_bitmap_heap_scan(node))
+        found, bitmap = known
+        heap = heap_blocks(entry.body) if bitmap else (None, None)
+        if heap is None:  # not integers: as the general path reads them
+            summed: list[int | None] = [None, None]
+            add_heap_blocks(read_entry(entry).document["Plan"], summed)
+            heap = (summed[0], summed[1])
         total, startup, plan_rows, actual, execution, planning, *buffers, io_read = numbers(doc)
         row = (
             self.run_id, self.target_id, identity.key, None, params, 0, found, "log",
             normalized_cost(total), normalized_cost(startup), plan_rows, actual,
             execution if execution is not None else duration_of(entry.head), planning, None,
-            *buffers, heap[0], heap[1], io_read, to_utc_naive(when),
+            *buffers, *heap, io_read, to_utc_naive(when),
         )  # fmt: skip
         return row, identity.key, identity.sql, queryid, doc.plan.actual_rows is not None, shape
 
@@ -128,7 +148,7 @@ class BatchParser:
             found, shape = self.shapes.lookup(document, logged.plan_json, when)
             heap: list[int | None] = [None, None]
             if _mentions_heap_blocks(logged.raw):
-                heap_blocks(document["Plan"], heap)
+                add_heap_blocks(document["Plan"], heap)
             head = (self.run_id, self.target_id, key, None, params, 0, found, "log")
             return observation_row(document, head, heap, logged.duration_ms, when), shape
         try:  # the store's columns changed: go through the model (slower, always right)

@@ -36,6 +36,16 @@ class ShapeDoc(Struct):
     plan: ShapeNode = field(name="Plan")
 
 
+class HeapNode(Struct):
+    exact: int | None = field(name="Exact Heap Blocks", default=None)
+    lossy: int | None = field(name="Lossy Heap Blocks", default=None)
+    plans: list[HeapNode] = field(name="Plans", default_factory=list)
+
+
+class HeapDoc(Struct):
+    plan: HeapNode = field(name="Plan")
+
+
 class RootNumbers(Struct):
     total_cost: float = field(name="Total Cost", default=0.0)
     startup_cost: float = field(name="Startup Cost", default=0.0)
@@ -63,6 +73,7 @@ class RowDoc(Struct, kw_only=True):
 
 _SHAPES = msgspec.json.Decoder(ShapeDoc)
 _ROWS = msgspec.json.Decoder(RowDoc)
+_HEAPS = msgspec.json.Decoder(HeapDoc)
 _FAILED = (msgspec.DecodeError, msgspec.ValidationError)
 
 
@@ -72,6 +83,29 @@ def decode(body: bytes | str) -> tuple[ShapeNode, RowDoc] | None:
         return _SHAPES.decode(body).plan, _ROWS.decode(body)
     except _FAILED:
         return None
+
+
+def has_bitmap_heap_scan(node: ShapeNode) -> bool:
+    """Only Bitmap Heap Scan nodes report Exact/Lossy Heap Blocks."""
+    return node.node_type == "Bitmap Heap Scan" or any(map(has_bitmap_heap_scan, node.plans))
+
+
+def heap_blocks(body: bytes | str) -> tuple[int | None, int | None] | None:
+    """Exact and lossy heap blocks summed over the plan (None each when no node has them);
+    None when the entry needs the general path."""
+    try:
+        nodes = [_HEAPS.decode(body).plan]
+    except _FAILED:
+        return None
+    exact = lossy = None
+    while nodes:
+        node = nodes.pop()
+        if node.exact is not None:
+            exact = (exact or 0) + node.exact
+        if node.lossy is not None:
+            lossy = (lossy or 0) + node.lossy
+        nodes.extend(node.plans)
+    return exact, lossy
 
 
 def numbers(doc: RowDoc) -> tuple[Any, ...]:

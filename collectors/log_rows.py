@@ -50,7 +50,7 @@ def shape_key(node: Any) -> tuple[Any, ...]:
     return values
 
 
-def heap_blocks(node: dict[str, Any], heap: list[int | None]) -> None:
+def add_heap_blocks(node: dict[str, Any], heap: list[int | None]) -> None:
     """Sum Exact/Lossy Heap Blocks of the tree into heap[0], heap[1] (None when absent)."""
     exact = node.get("Exact Heap Blocks")
     if isinstance(exact, _NUMBER):
@@ -59,7 +59,7 @@ def heap_blocks(node: dict[str, Any], heap: list[int | None]) -> None:
     if isinstance(lossy, _NUMBER):
         heap[1] = (heap[1] or 0) + int(lossy)
     for child in node.get("Plans") or ():
-        heap_blocks(child, heap)
+        add_heap_blocks(child, heap)
 
 
 @dataclass
