@@ -11,12 +11,12 @@ from functools import partial
 from typing import Any
 
 from collectors.log_fast import (
-    RowDoc,
-    ShapeNode,
+    EntryDoc,
     decode,
     has_bitmap_heap_scan,
     heap_blocks,
     numbers,
+    shape_key,
 )
 from collectors.log_formats import Problem, RawEntry
 from collectors.log_plans import (
@@ -57,7 +57,7 @@ class BatchParser:
         self.target_id = target_id
         self.keys = QueryKeys()
         self.shapes = ShapeCache({})
-        self.fast_shapes: dict[ShapeNode, tuple[str, bool]] = {}  # fingerprint, bitmap scan?
+        self.fast_shapes: dict[tuple[Any, ...], tuple[str, bool]] = {}  # fingerprint, bitmap?
         self.last_time: datetime | None = None
         self.seen_queries: set[str] = set()
 
@@ -71,7 +71,7 @@ class BatchParser:
             fast = decode(body) if FAST_PATH and json_body else None
             try:
                 if fast is not None:
-                    row, key, sql, queryid, analyzed, shape = self._fast(entry, *fast, when)
+                    row, key, sql, queryid, analyzed, shape = self._fast(entry, fast, when)
                     plan_format = "json"
                 else:
                     logged = read_entry(entry)
@@ -106,7 +106,7 @@ class BatchParser:
         return parsed
 
     def _fast(
-        self, entry: RawEntry, node: ShapeNode, doc: RowDoc, when: datetime
+        self, entry: RawEntry, doc: EntryDoc, when: datetime
     ) -> tuple[tuple[Any, ...], str, str, int | None, bool, NewPlan | None]:
         """Row, query key, normalized SQL, queryid, analyzed, new shape: the log_fast path."""
         queryid = doc.queryid if doc.queryid is not None else entry.queryid
@@ -114,6 +114,7 @@ class BatchParser:
         params = identity.literals_json
         if doc.parameters is not None:
             params = json.dumps(parse_parameters(doc.parameters))
+        node = shape_key(doc.plan)
         known = self.fast_shapes.get(node)
         shape = None
         if known is None:
@@ -123,7 +124,7 @@ class BatchParser:
             found, shape = self.shapes.add(
                 node, document, partial(plan_json_text, entry.body), when
             )
-            known = self.fast_shapes[node] = (found, has_bitmap_heap_scan(node))
+            known = self.fast_shapes[node] = (found, has_bitmap_heap_scan(doc.plan))
         found, bitmap = known
         heap = heap_blocks(entry.body) if bitmap else (None, None)
         if heap is None:  # not integers: as the general path reads them

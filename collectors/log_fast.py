@@ -1,10 +1,11 @@
-"""The fast path of an auto_explain JSON entry: two typed msgspec decodes instead of dicts.
+"""The fast path of an auto_explain JSON entry: one typed msgspec decode instead of dicts.
 
 A JSON plan carries ~30 keys per node; a row needs a dozen of the root's and the shape fields of
-every node. `msgspec` decodes just those, in C: `ShapeDoc` gives the plan's shape as a frozen,
-hashable struct (the key of the fingerprint cache), `RowDoc` the numbers of the row. An entry
-that does not fit these types (a string where a number belongs, broken JSON) returns None, and
-the caller takes the general path (`log_plans.read_entry`), which reports it precisely.
+every node. `msgspec` decodes just those, in C, into `EntryDoc`: the query fields, the root's
+shape fields and numbers, and its children as frozen, hashable `ShapeNode`s. `shape_key` (the
+root's shape fields and children) keys the fingerprint cache. An entry that does not fit these
+types (a string where a number belongs, broken JSON) gives None, and the caller takes the
+general path (`log_plans.read_entry`), which reports it precisely.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from typing import Any
 
 import msgspec
 from msgspec import Struct, field
+from msgspec.structs import astuple
 
 
 class ShapeNode(Struct, frozen=True):
@@ -32,21 +34,21 @@ class ShapeNode(Struct, frozen=True):
     plans: tuple[ShapeNode, ...] = field(name="Plans", default=())
 
 
-class ShapeDoc(Struct):
-    plan: ShapeNode = field(name="Plan")
+class RootNode(Struct):
+    """ShapeNode's fields first (in the same order), then the numbers of the row."""
 
-
-class HeapNode(Struct):
-    exact: int | None = field(name="Exact Heap Blocks", default=None)
-    lossy: int | None = field(name="Lossy Heap Blocks", default=None)
-    plans: list[HeapNode] = field(name="Plans", default_factory=list)
-
-
-class HeapDoc(Struct):
-    plan: HeapNode = field(name="Plan")
-
-
-class RootNumbers(Struct):
+    node_type: str | None = field(name="Node Type", default=None)
+    strategy: str | None = field(name="Strategy", default=None)
+    partial_mode: str | None = field(name="Partial Mode", default=None)
+    join_type: str | None = field(name="Join Type", default=None)
+    parent: str | None = field(name="Parent Relationship", default=None)
+    direction: str | None = field(name="Scan Direction", default=None)
+    relation: str | None = field(name="Relation Name", default=None)
+    schema: str | None = field(name="Schema", default=None)
+    index: str | None = field(name="Index Name", default=None)
+    cte: str | None = field(name="CTE Name", default=None)
+    subplan: str | None = field(name="Subplan Name", default=None)
+    plans: tuple[ShapeNode, ...] = field(name="Plans", default=())
     total_cost: float = field(name="Total Cost", default=0.0)
     startup_cost: float = field(name="Startup Cost", default=0.0)
     plan_rows: float = field(name="Plan Rows", default=0.0)
@@ -62,30 +64,47 @@ class RootNumbers(Struct):
     io_read_old: float | None = field(name="I/O Read Time", default=None)  # <= 15
 
 
-class RowDoc(Struct, kw_only=True):
+_SHAPE_WIDTH = 12  # ShapeNode's fields, RootNode's first ones
+
+
+class EntryDoc(Struct, kw_only=True):
     query_text: str = field(name="Query Text", default="")
     parameters: str | None = field(name="Query Parameters", default=None)
     queryid: int | None = field(name="Query Identifier", default=None)
     execution_ms: float | None = field(name="Execution Time", default=None)
     planning_ms: float | None = field(name="Planning Time", default=None)
-    plan: RootNumbers = field(name="Plan")
+    plan: RootNode = field(name="Plan")
 
 
-_SHAPES = msgspec.json.Decoder(ShapeDoc)
-_ROWS = msgspec.json.Decoder(RowDoc)
+class HeapNode(Struct):
+    exact: int | None = field(name="Exact Heap Blocks", default=None)
+    lossy: int | None = field(name="Lossy Heap Blocks", default=None)
+    plans: list[HeapNode] = field(name="Plans", default_factory=list)
+
+
+class HeapDoc(Struct):
+    plan: HeapNode = field(name="Plan")
+
+
+_ENTRIES = msgspec.json.Decoder(EntryDoc)
 _HEAPS = msgspec.json.Decoder(HeapDoc)
 _FAILED = (msgspec.DecodeError, msgspec.ValidationError)
 
 
-def decode(body: bytes | str) -> tuple[ShapeNode, RowDoc] | None:
-    """The plan's shape and row fields; None when the entry needs the general path."""
+def decode(body: bytes | str) -> EntryDoc | None:
+    """The entry's query and plan fields; None when it needs the general path."""
     try:
-        return _SHAPES.decode(body).plan, _ROWS.decode(body)
+        return _ENTRIES.decode(body)
     except _FAILED:
         return None
 
 
-def has_bitmap_heap_scan(node: ShapeNode) -> bool:
+def shape_key(root: RootNode) -> tuple[Any, ...]:
+    """The plan's shape: the root's shape fields and its children, hashable."""
+    return astuple(root)[:_SHAPE_WIDTH]
+
+
+def has_bitmap_heap_scan(node: RootNode | ShapeNode) -> bool:
     """Only Bitmap Heap Scan nodes report Exact/Lossy Heap Blocks."""
     return node.node_type == "Bitmap Heap Scan" or any(map(has_bitmap_heap_scan, node.plans))
 
@@ -108,7 +127,7 @@ def heap_blocks(body: bytes | str) -> tuple[int | None, int | None] | None:
     return exact, lossy
 
 
-def numbers(doc: RowDoc) -> tuple[Any, ...]:
+def numbers(doc: EntryDoc) -> tuple[Any, ...]:
     """total, startup, plan rows, actual rows x loops, execution, planning, 6 buffers, io read."""
     root = doc.plan
     actual = root.actual_rows
