@@ -5,9 +5,14 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Mapping
 from dataclasses import dataclass
+from itertools import pairwise, repeat
 
 from detector.model import Plan, PlanVariant, Side, TimingStats, parse_plan
-from detector.store import PlanGroup, QueryRecord, SideSummary, Store, TargetRecord
+from detector.segments import Floats, Ints, offsets, segment_quantiles
+from detector.store import GroupedSamples, QueryRecord, Store, TargetRecord
+
+# TimingStats of a side: n is counted apart; then median, p90, p99, min and max
+SUMMARY_QUANTILES = (0.5, 0.9, 0.99, 0.0, 1.0)
 
 
 @dataclass(frozen=True)
@@ -35,7 +40,12 @@ def point_order(point: str | None) -> tuple[int, float, str]:
         return (2, 0.0, point)
 
 
-class _Plans:
+def sort_pairs(pairs: list[SidePair]) -> None:
+    """By query name, then sweep point in numeric order."""
+    pairs.sort(key=lambda p: (p.query_name, point_order(p.point)))
+
+
+class Plans:
     """Signature and plan per group: this target's own EXPLAIN of this query, point and shape
     (plan_examples) when stored, else the shape's first EXPLAIN (logs, older stores)."""
 
@@ -45,13 +55,16 @@ class _Plans:
         self.shared: dict[str, tuple[str, Plan]] = {}
         self.parsed: dict[str, Plan] = {}
 
-    def get(self, group: PlanGroup) -> tuple[str, Plan]:
-        fingerprint = group.fingerprint
+    def get(
+        self, target_id: int, query_key: str, point: str | None, fingerprint: str
+    ) -> tuple[str, Plan]:
         if fingerprint not in self.shared:
             record = self.store.plan_record(fingerprint)
             self.shared[fingerprint] = (record.signature, parse_plan(record.plan_json))
         signature, plan = self.shared[fingerprint]
-        example = self.examples.get((group.target_id, group.query_key, group.point, fingerprint))
+        example = (
+            self.examples.get((target_id, query_key, point, fingerprint)) if self.examples else None
+        )
         if example is None:
             return signature, plan
         if example not in self.parsed:
@@ -59,49 +72,118 @@ class _Plans:
         return signature, self.parsed[example]
 
 
-def _side(
-    target: TargetRecord, groups: list[PlanGroup], summary: SideSummary | None, plans: _Plans
+def make_side(
+    target: TargetRecord,
+    variants: list[PlanVariant],
+    durations_ms: tuple[float, ...],
+    timing: TimingStats | None,
+    planning_ms: tuple[float, ...],
 ) -> Side:
-    variants = []
-    for group in groups:
-        signature, plan = plans.get(group)
-        variants.append(
-            PlanVariant(
-                fingerprint=group.fingerprint,
-                signature=signature,
-                plan=plan,
-                samples=group.samples,
-                median_ms=group.median_ms,
-                median_cost=group.median_cost,
-                median_shared_blocks=group.median_shared_blocks,
-            )
-        )
     if len(variants) > 1:
         variants.sort(key=lambda v: (-v.samples, v.fingerprint))
-    timing = None
-    if summary is not None and summary.n:
-        timing = TimingStats(
-            summary.n,
-            summary.median_ms,
-            summary.p90_ms,
-            summary.p99_ms,
-            summary.min_ms,
-            summary.max_ms,
-        )
-    single = groups[0] if len(groups) == 1 else None
     return Side(
-        label=target.name,
-        server_version_num=target.server_version_num,
-        settings=target.gucs,
-        plans=tuple(variants),
-        durations_ms=single.durations_ms if single else tuple(d for g in groups for d in g.durations_ms),
-        timing=timing,
-        planning_ms=single.planning_ms if single else tuple(p for g in groups for p in g.planning_ms),
+        target.name,
+        target.server_version_num,
+        target.gucs,
+        tuple(variants),
+        durations_ms,
+        timing,
+        None,
+        planning_ms,
     )
 
 
-GroupsBySide = dict[tuple[str, str | None], dict[int, list[PlanGroup]]]
-Summaries = Mapping[tuple[str, str | None, int], SideSummary]
+class _Sides:
+    """Every side (query, point, target) of `GroupedSamples`, built in bulk, in key order.
+
+    A side is a run of consecutive groups, as they are in key order; its samples are the rows
+    of those groups, in group order."""
+
+    def __init__(self, grouped: GroupedSamples) -> None:
+        g = grouped
+        self.keys, self.points, self.targets = g.query_keys, g.points, g.target_ids
+        self.grouped = g
+        starts = [
+            i
+            for i, (key, point, target) in enumerate(
+                zip(g.query_keys, g.points, g.target_ids, strict=True)
+            )
+            if i == 0
+            or target != g.target_ids[i - 1]
+            or key != g.query_keys[i - 1]
+            or point != g.points[i - 1]
+        ]
+        self.first_groups = starts  # of each side; the side's groups run to the next side's first
+        self.group_ends = [*starts[1:], len(g.sizes)]
+
+    def build(self, targets: Mapping[int, TargetRecord], plans: Plans) -> list[Side]:
+        g = self.grouped
+        rows = offsets(g.sizes)
+        known_durations, known_planning = offsets(g.duration_known), offsets(g.planning_known)
+        durations = g.durations_ms[g.duration_known]
+        variants = self._variants(plans, rows, known_durations, durations)
+        side_rows = rows[[*self.first_groups, len(g.sizes)]]
+        side_lo, side_hi = known_durations[side_rows[:-1]], known_durations[side_rows[1:]]
+        summaries = segment_quantiles(durations, side_lo, side_hi, SUMMARY_QUANTILES).tolist()
+        timings = [
+            TimingStats(n, *summary) if n else None
+            for n, summary in zip((side_hi - side_lo).tolist(), summaries, strict=True)
+        ]
+        sides = [targets[self.targets[first]] for first in self.first_groups]
+        return list(
+            map(
+                Side,
+                [side.name for side in sides],
+                [side.server_version_num for side in sides],
+                [side.gucs for side in sides],
+                self._plans_of_sides(variants),
+                _slices(durations.tolist(), known_durations[side_rows].tolist()),
+                timings,
+                repeat(None),
+                _slices(
+                    g.planning_ms[g.planning_known].tolist(), known_planning[side_rows].tolist()
+                ),
+            )
+        )
+
+    def _variants(
+        self, plans: Plans, rows: Ints, known_durations: Ints, durations: Floats
+    ) -> list[PlanVariant]:
+        g = self.grouped
+        lo, hi = known_durations[rows[:-1]], known_durations[rows[1:]]
+        median_ms: list[float | None] = segment_quantiles(durations, lo, hi, (0.5,))[:, 0].tolist()
+        if (hi == lo).any():  # no durations (plan-only): NaN -> None
+            median_ms = [None if a == b else m for m, a, b in zip(median_ms, lo, hi, strict=True)]
+        median_cost = segment_quantiles(g.total_cost, rows[:-1], rows[1:], (0.5,))[:, 0]
+        median_blocks = segment_quantiles(g.shared_blocks, rows[:-1], rows[1:], (0.5,))[:, 0]
+        found = list(map(plans.get, g.target_ids, g.query_keys, g.points, g.fingerprints))
+        return list(
+            map(
+                PlanVariant,
+                g.fingerprints,
+                [signature for signature, _ in found],
+                [plan for _, plan in found],
+                g.sizes.tolist(),
+                median_ms,
+                median_cost.tolist(),
+                median_blocks.tolist(),
+            )
+        )
+
+    def _plans_of_sides(self, variants: list[PlanVariant]) -> list[tuple[PlanVariant, ...]]:
+        if len(self.first_groups) == len(variants):  # one plan shape per side
+            return [(variant,) for variant in variants]
+        return [
+            (variants[first],)
+            if end - first == 1
+            else tuple(sorted(variants[first:end], key=lambda v: (-v.samples, v.fingerprint)))
+            for first, end in zip(self.first_groups, self.group_ends, strict=True)
+        ]
+
+
+def _slices(values: list[float], bounds: list[int]) -> list[tuple[float, ...]]:
+    """values[bounds[i]:bounds[i + 1]] for each i, as tuples."""
+    return [tuple(values[lo:hi]) for lo, hi in pairwise(bounds)]
 
 
 def pair_sides(
@@ -109,42 +191,22 @@ def pair_sides(
 ) -> list[SidePair]:
     """Queries (and points) measured on both sides, ordered by name and numeric point."""
     ids = [baseline.target_id, candidate.target_id]
-    groups: GroupsBySide = defaultdict(lambda: defaultdict(list))
-    for group in store.plan_groups(ids):
-        groups[(group.query_key, group.point)][group.target_id].append(group)
-    summaries = {(s.query_key, s.point, s.target_id): s for s in store.side_summaries(ids)}
-    return build_pairs(store, baseline, candidate, groups, summaries, query, example_targets=ids)
-
-
-def build_pairs(
-    store: Store,
-    baseline: TargetRecord,
-    candidate: TargetRecord,
-    groups: GroupsBySide,
-    summaries: Summaries,
-    query: str | None,
-    *,
-    example_targets: list[int],
-) -> list[SidePair]:
-    """SidePairs from plan groups keyed by (query, point) then side id, for any kind of side."""
     queries: Mapping[str, QueryRecord] = store.queries()
-    plans = _Plans(store, example_targets)
+    keys = None if query is None else [query, *(k for k, r in queries.items() if r.name == query)]
+    index = _Sides(store.grouped_samples(ids, keys))
+    sides = index.build(
+        {baseline.target_id: baseline, candidate.target_id: candidate}, Plans(store, ids)
+    )
+    by_query: defaultdict[tuple[str, str | None], dict[int, Side]] = defaultdict(dict)
+    for side, first in zip(sides, index.first_groups, strict=True):
+        by_query[(index.keys[first], index.points[first])][index.targets[first]] = side
     pairs = []
-    for (key, point), by_target in groups.items():
+    for (key, point), by_target in by_query.items():
         record = queries.get(key)
         name = record.name if record else key
         base, cand = by_target.get(baseline.target_id), by_target.get(candidate.target_id)
-        if (query and query != name) or not base or not cand:
+        if (query and query != name) or base is None or cand is None:
             continue
-        pairs.append(
-            SidePair(
-                query_key=key,
-                query_name=name,
-                sql=record.sql if record else "",
-                point=point,
-                baseline=_side(baseline, base, summaries.get((key, point, baseline.target_id)), plans),
-                candidate=_side(candidate, cand, summaries.get((key, point, candidate.target_id)), plans),
-            )
-        )
-    pairs.sort(key=lambda p: (p.query_name, point_order(p.point)))
+        pairs.append(SidePair(key, name, record.sql if record else "", point, base, cand))
+    sort_pairs(pairs)
     return pairs

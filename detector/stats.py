@@ -52,7 +52,7 @@ def _sample(values: Sequence[float], what: str) -> Floats:
     return np.sort(np.asarray(values, dtype=np.float64).ravel())  # sorted: order never matters
 
 
-def _lerp(a: Floats, b: Floats, t: float) -> Floats:
+def lerp(a: Floats, b: Floats, t: float) -> Floats:
     """numpy's interpolation between neighbouring order statistics (exact at both ends)."""
     return np.asarray(b - (b - a) * (1 - t) if t >= 0.5 else a + (b - a) * t, np.float64)
 
@@ -72,7 +72,7 @@ def percentile(values: Sequence[float], q: float) -> float:
 def _quantile(xs: Floats, p: float) -> float:
     pos = p * (xs.size - 1)
     lo, hi = math.floor(pos), min(math.floor(pos) + 1, xs.size - 1)
-    return float(_lerp(xs[lo : lo + 1], xs[hi : hi + 1], pos - lo)[0])
+    return float(lerp(xs[lo : lo + 1], xs[hi : hi + 1], pos - lo)[0])
 
 
 def timing_stats(values: Sequence[float]) -> TimingStats:
@@ -334,7 +334,7 @@ def _bootstrap_rows(b_sorted: Floats, c_sorted: Floats, opts: _Options) -> tuple
         ranked = np.take_along_axis(ratios, order, axis=1)
         covered = np.cumsum(tail.weights[order], axis=1)
         a, z = (tail.sign * ranked[rows, (covered > r).argmax(axis=1)] for r in tail.ranks)
-        bounds.append(_lerp(a, z, tail.t))
+        bounds.append(lerp(a, z, tail.t))
     return bounds[0], bounds[1]
 
 

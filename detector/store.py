@@ -20,7 +20,7 @@ import duckdb
 
 from detector.errors import PlanshiftError
 from detector.model import Observation
-from detector.store_groups import PlanGroup, SideSummary, StoreGroupsMixin
+from detector.store_groups import GroupedSamples, PlanGroup, SideSummary, StoreGroupsMixin
 from detector.store_ingest import (
     LedgerUpdate,
     LogEntryInfo,
@@ -57,6 +57,7 @@ from detector.store_rows import (
 
 __all__ = [
     "OBSERVATION_COLUMNS",
+    "GroupedSamples",
     "LedgerUpdate",
     "LogEntryInfo",
     "LogFileRecord",

@@ -1,21 +1,26 @@
-"""Grouped reads for comparisons: DuckDB aggregates, Python gets one row per plan shape.
+"""Grouped reads for comparisons: DuckDB groups and sorts, numpy gets the numbers in bulk.
 
 A comparison of 100,000 queries x 2 targets x 10 samples reads 2 million observations;
-building a Python object per observation costs seconds, so the grouping, the medians and
-the percentiles happen in DuckDB (quantile_cont = linear interpolation, as numpy's default).
+building a Python object per observation costs seconds, so `grouped_samples` hands over the
+group keys (one row per plan shape) and the observations' numbers as numpy columns in group
+order. `PlanGroup` and `SideSummary` are the per-group records of time-window sides (logs).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
 
 from detector.store_reads import StoreBase
 
 
 @dataclass(frozen=True)
 class PlanGroup:
-    """The executions of one query (and sweep point) on one target that used one plan shape."""
+    """The executions of one query (and sweep point) on one side that used one plan shape."""
 
     query_key: str
     point: str | None
@@ -31,7 +36,7 @@ class PlanGroup:
 
 @dataclass(frozen=True)
 class SideSummary:
-    """Timing distribution of one query (and point) on one target, over all plan shapes."""
+    """Timing distribution of one query (and point) on one side, over all plan shapes."""
 
     query_key: str
     point: str | None
@@ -44,39 +49,79 @@ class SideSummary:
     max_ms: float
 
 
-_GROUPS = """
-SELECT query_key, point, target_id, fingerprint, count(*),
-       coalesce(list(duration_ms ORDER BY sample_index) FILTER (WHERE duration_ms IS NOT NULL), []),
-       coalesce(list(planning_ms ORDER BY sample_index) FILTER (WHERE planning_ms IS NOT NULL), []),
-       median(duration_ms), median(total_cost),
-       median(coalesce(shared_hit, 0) + coalesce(shared_read, 0))
+_OBSERVATIONS = """
 FROM observations
 WHERE target_id IN (SELECT unnest($1::BIGINT[]))
-GROUP BY query_key, point, target_id, fingerprint
+  AND ($2::VARCHAR[] IS NULL OR query_key IN (SELECT unnest($2::VARCHAR[])))
 """
 
-_SUMMARIES = """
-SELECT query_key, point, target_id, count(duration_ms), median(duration_ms),
-       quantile_cont(duration_ms, 0.9), quantile_cont(duration_ms, 0.99),
-       min(duration_ms), max(duration_ms)
-FROM observations
-WHERE target_id IN (SELECT unnest($1::BIGINT[])) AND duration_ms IS NOT NULL
-GROUP BY query_key, point, target_id
+_GROUPS = f"""
+SELECT query_key, point, target_id, fingerprint, count(*)
+{_OBSERVATIONS}
+GROUP BY ALL
+ORDER BY query_key, point, target_id, fingerprint
 """
+
+_SAMPLES = f"""
+SELECT duration_ms, planning_ms, total_cost, coalesce(shared_hit, 0) + coalesce(shared_read, 0)
+{_OBSERVATIONS}
+ORDER BY query_key, point, target_id, fingerprint, sample_index
+"""
+
+
+@dataclass(frozen=True)
+class GroupedSamples:
+    """Plan groups (query, point, target, fingerprint) in key order, and every observation's
+    numbers in the same order, by sample_index within a group: group g holds the `sizes[g]`
+    rows after those of the groups before it. NaN stands for NULL where `*_known` is False."""
+
+    query_keys: list[str]
+    points: list[str | None]
+    target_ids: list[int]
+    fingerprints: list[str]
+    sizes: npt.NDArray[np.int64]
+    durations_ms: npt.NDArray[np.float64]
+    duration_known: npt.NDArray[np.bool_]
+    planning_ms: npt.NDArray[np.float64]
+    planning_known: npt.NDArray[np.bool_]
+    total_cost: npt.NDArray[np.float64]
+    shared_blocks: npt.NDArray[np.float64]
+
+
+def _column(values: Any) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.bool_]]:
+    """A fetched DOUBLE column as (values with NaN for NULL, known mask)."""
+    known = ~np.ma.getmaskarray(values)
+    return np.asarray(np.ma.getdata(values), np.float64), np.asarray(known, np.bool_)
 
 
 class StoreGroupsMixin(StoreBase):
-    def plan_groups(self, target_ids: Sequence[int]) -> list[PlanGroup]:
-        rows = self._con.execute(_GROUPS, [list(target_ids)]).fetchall()
-        return [
-            PlanGroup(
-                key, point, target, fp, samples, tuple(durations), tuple(planning),
-                median_ms, float(cost), float(blocks),
-            )
-            for key, point, target, fp, samples, durations, planning, median_ms, cost, blocks in rows
-        ]
+    def grouped_samples(
+        self, target_ids: Sequence[int], query_keys: Sequence[str] | None = None
+    ) -> GroupedSamples:
+        """The observations of these targets (of these queries only, if given) as plan groups."""
+        parameters = [list(target_ids), None if query_keys is None else list(query_keys)]
+        with self.transaction():  # both reads see the same rows
+            groups = self._con.execute(_GROUPS, parameters).fetchall()
+            columns = self._con.execute(_SAMPLES, parameters).fetchnumpy()
+        keys, points, targets, fingerprints, sizes = (
+            zip(*groups, strict=True) if groups else [()] * 5
+        )
+        durations, planning, cost, blocks = columns.values()
+        return GroupedSamples(
+            list(keys),
+            list(points),
+            list(targets),
+            list(fingerprints),
+            np.asarray(sizes, np.int64).reshape(-1),
+            *_column(durations),
+            *_column(planning),
+            np.asarray(cost, np.float64),
+            np.asarray(blocks, np.float64),
+        )
 
-    def plan_examples(self, target_ids: Sequence[int]) -> dict[tuple[int, str, str | None, str], str]:
+    def plan_examples(
+        self, target_ids: Sequence[int]
+    ) -> dict[tuple[int, str, str | None, str], str]:
         """EXPLAIN JSON per (target, query, point, fingerprint), where the store has one."""
         rows = self._con.execute(
             "SELECT target_id, query_key, point, fingerprint, plan_json FROM plan_examples "
@@ -84,7 +129,3 @@ class StoreGroupsMixin(StoreBase):
             [list(target_ids)],
         ).fetchall()
         return {(t, q, p, f): plan_json for t, q, p, f, plan_json in rows}
-
-    def side_summaries(self, target_ids: Sequence[int]) -> list[SideSummary]:
-        rows = self._con.execute(_SUMMARIES, [list(target_ids)]).fetchall()
-        return [SideSummary(*row) for row in rows]

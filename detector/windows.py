@@ -3,10 +3,15 @@
 from __future__ import annotations
 
 import zlib
+from collections.abc import Mapping
 
 from detector.errors import PlanshiftError
-from detector.pairing import GroupsBySide, SidePair, build_pairs
-from detector.store import SideSummary, Store, TargetRecord
+from detector.model import PlanVariant, Side, TimingStats
+from detector.pairing import Plans, SidePair, make_side, sort_pairs
+from detector.store import PlanGroup, QueryRecord, SideSummary, Store, TargetRecord
+
+GroupsBySide = dict[tuple[str, str | None], dict[int, list[PlanGroup]]]
+Summaries = Mapping[tuple[str, str | None, int], SideSummary]
 
 
 def is_window(spec: str) -> bool:
@@ -56,5 +61,79 @@ def window_pairs(
             by_side = groups.setdefault((group.query_key, group.point), {})
             by_side.setdefault(side.target_id, []).append(group)
         summaries.update({(s.query_key, s.point, s.target_id): s for s in summary})
+    return build_pairs(store, baseline, candidate, groups, summaries, query)
+
+
+def build_pairs(
+    store: Store,
+    baseline: TargetRecord,
+    candidate: TargetRecord,
+    groups: GroupsBySide,
+    summaries: Summaries,
+    query: str | None,
+) -> list[SidePair]:
+    """SidePairs from plan groups keyed by (query, point) then side id."""
+    queries: Mapping[str, QueryRecord] = store.queries()
     # log observations keep no per-target plan examples: each shape's first EXPLAIN is used
-    return build_pairs(store, baseline, candidate, groups, summaries, query, example_targets=[])
+    plans = Plans(store, [])
+    pairs = []
+    for (key, point), by_target in groups.items():
+        record = queries.get(key)
+        name = record.name if record else key
+        base, cand = by_target.get(baseline.target_id), by_target.get(candidate.target_id)
+        if (query and query != name) or not base or not cand:
+            continue
+        pairs.append(
+            SidePair(
+                query_key=key,
+                query_name=name,
+                sql=record.sql if record else "",
+                point=point,
+                baseline=_side(
+                    baseline, base, summaries.get((key, point, baseline.target_id)), plans
+                ),
+                candidate=_side(
+                    candidate, cand, summaries.get((key, point, candidate.target_id)), plans
+                ),
+            )
+        )
+    sort_pairs(pairs)
+    return pairs
+
+
+def _side(
+    target: TargetRecord, groups: list[PlanGroup], summary: SideSummary | None, plans: Plans
+) -> Side:
+    variants = []
+    for group in groups:
+        signature, plan = plans.get(
+            group.target_id, group.query_key, group.point, group.fingerprint
+        )
+        variants.append(
+            PlanVariant(
+                fingerprint=group.fingerprint,
+                signature=signature,
+                plan=plan,
+                samples=group.samples,
+                median_ms=group.median_ms,
+                median_cost=group.median_cost,
+                median_shared_blocks=group.median_shared_blocks,
+            )
+        )
+    timing = None
+    if summary is not None and summary.n:
+        timing = TimingStats(
+            summary.n,
+            summary.median_ms,
+            summary.p90_ms,
+            summary.p99_ms,
+            summary.min_ms,
+            summary.max_ms,
+        )
+    return make_side(
+        target,
+        variants,
+        tuple(d for g in groups for d in g.durations_ms),
+        timing,
+        tuple(p for g in groups for p in g.planning_ms),
+    )
