@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import gc
 import hashlib
+import os
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
 
-from collectors.log_batches import BatchParser
+from collectors.log_batches import BatchParser, ParsedBatch
 from collectors.log_formats import (
     FORMATS,
     Batch,
@@ -28,12 +29,19 @@ from collectors.log_formats import (
     detect_format,
     open_log,
 )
+from collectors.log_parallel import ChunkSpec, ParallelRead
 from collectors.log_prefix import PrefixParser, TimeParser
 from collectors.log_records import CsvReader, JsonlogReader
 from detector.errors import PlanshiftError
 from detector.store import LedgerUpdate, LogFileRecord, Store
 
 HEAD_BYTES = 64 << 10
+PARALLEL_FROM_BYTES = 32 << 20  # smaller files: starting the workers costs more than it saves
+READERS: dict[str, type[LogReader]] = {
+    "stderr": StderrReader,
+    "csvlog": CsvReader,
+    "jsonlog": JsonlogReader,
+}
 KEEP_PROBLEMS = 20  # per file, in the report (the store keeps them all)
 _SPACES = re.compile(r"\s+")
 
@@ -46,6 +54,7 @@ class IngestOptions:
     log_format: str | None = None  # None: detect stderr / csvlog / jsonlog
     log_timezone: str | None = None  # for zone abbreviations other than UTC/GMT
     batch_size: int = 5000
+    workers: int = field(default_factory=lambda: os.cpu_count() or 1)  # < 2: this process only
 
 
 @dataclass
@@ -103,6 +112,7 @@ class LogIngest:
             raise PlanshiftError(f"no target with id {target_id} in the store")
         self.run_id = runs[0]
         self.parser = BatchParser(self.run_id, target_id)
+        self.column_types = store.log_column_types()
 
     def ingest(self, path: Path, progress: Progress | None = None) -> FileReport:
         """Read one file from where its ledger row says, storing batch by batch."""
@@ -139,8 +149,8 @@ class LogIngest:
                 )
                 report = FileReport(str(path), log_format, compressed, record.resume_line)
             done = position.offset
-            for batch in open_reader(log_format, stream, position, self.options).batches():
-                self._store_batch(file_id, path, head, batch, report)
+            for batch, parsed in self._batches(path, log_format, stream, position):
+                self._store_batch(file_id, path, head, batch, parsed, report)
                 if progress is not None:
                     progress(batch.checkpoint.high_offset - done)
                 done = batch.checkpoint.high_offset
@@ -155,10 +165,40 @@ class LogIngest:
                 best = record
         return best
 
+    def _batches(
+        self, path: Path, log_format: str, stream: BinaryIO, position: Position
+    ) -> Iterator[tuple[Batch, ParsedBatch | None]]:
+        """The file's batches from `position`: by worker processes (with their rows) for a
+        large file on several cores, else read here (rows None: parsed when stored)."""
+
+        def sequential(source: BinaryIO, start: Position) -> Iterator[Batch]:
+            return open_reader(log_format, source, start, self.options).batches()
+
+        workers = self.options.workers
+        if workers < 2 or path.stat().st_size < PARALLEL_FROM_BYTES:
+            for batch in sequential(stream, position):
+                yield batch, None
+            return
+        spec = ChunkSpec(
+            log_format,
+            self.options.log_line_prefix,
+            self.options.log_timezone,
+            self.run_id,
+            self.target_id,
+            position.high_offset,
+            position.pending_starts,
+            self.column_types,
+        )
+        boundary = READERS[log_format].boundary
+        yield from ParallelRead(stream, position, spec, boundary, workers, sequential).batches()
+
     def _store_batch(
-        self, file_id: int, path: Path, head: bytes, batch: Batch, report: FileReport
-    ) -> None:
-        parsed = self.parser.parse(batch.entries)
+        self, file_id: int, path: Path, head: bytes, batch: Batch, parsed: ParsedBatch | None,
+        report: FileReport,
+    ) -> None:  # fmt: skip
+        if parsed is None:
+            parsed = self.parser.parse(batch.entries)
+        columns = parsed.to_columns(self.column_types)
         problems = batch.problems + parsed.problems
         queries = {
             key: (query_name(sql), sql, queryid)
@@ -176,15 +216,15 @@ class LogIngest:
             high_offset=checkpoint.high_offset,
             pending_starts=checkpoint.pending_starts,
             entries=batch.messages,
-            plans=len(parsed.rows),
+            plans=columns.size,
             problems=len(problems),
         )
         found = [(p.line, p.kind, p.message) for p in problems]
         self.store.add_log_batch(
-            file_id, parsed.rows, list(parsed.shapes.values()), parsed.infos, queries, found, ledger
+            file_id, columns, list(parsed.shapes.values()), queries, found, ledger
         )
         report.unknown_zones |= batch.unknown_zones
         report.messages += batch.messages
-        report.plans += len(parsed.rows)
+        report.plans += columns.size
         report.add_problems(problems)
         report.incomplete.extend(batch.incomplete)

@@ -5,6 +5,7 @@ everything else (text plans, odd JSON) the general path of `log_plans`."""
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from functools import partial
@@ -37,7 +38,15 @@ from collectors.log_rows import (
 )
 from detector.errors import PlanshiftError
 from detector.model import Observation, normalized_cost
-from detector.store import LogEntryInfo, NewPlan, observation_rows, to_utc_naive, utc_now
+from detector.store import (
+    LogBatchColumns,
+    LogEntryInfo,
+    NewPlan,
+    log_batch_columns,
+    observation_rows,
+    to_utc_naive,
+    utc_now,
+)
 
 
 @dataclass
@@ -47,6 +56,14 @@ class ParsedBatch:
     infos: list[LogEntryInfo] = field(default_factory=list)
     queries: dict[str, tuple[str, int | None]] = field(default_factory=dict)  # key -> sql, id
     problems: list[Problem] = field(default_factory=list)
+    columns: LogBatchColumns | None = None  # rows and infos, once `to_columns` ran
+
+    def to_columns(self, types: Mapping[str, str]) -> LogBatchColumns:
+        """Rows and infos as numpy columns (`Store.log_column_types` gives `types`)."""
+        if self.columns is None:
+            self.columns = log_batch_columns(self.rows, self.infos, types)
+            self.rows, self.infos = [], []
+        return self.columns
 
 
 class BatchParser:

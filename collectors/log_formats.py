@@ -153,10 +153,7 @@ class LogReader:
         while True:
             data = self.stream.read(CHUNK)
             buffer = buffer + data if buffer else data
-            position = 0
-            for match in self.boundary.finditer(buffer):
-                self._take(buffer[position : match.start() + 1])
-                position = match.start() + 1
+            position = self._take_segments(buffer)
             if not data:
                 if buffer[position:].endswith(b"\n"):
                     self._take(buffer[position:])
@@ -170,6 +167,22 @@ class LogReader:
                 buffer = b""
             if len(self.entries) >= self.batch_size:
                 yield self._batch(final=False)
+
+    def take_chunk(self, chunk: bytes) -> Batch:
+        """Every entry of a chunk that starts and ends at entry boundaries, as one batch (the
+        parallel ingest hands such chunks to its workers)."""
+        position = self._take_segments(chunk)
+        if chunk[position:]:
+            self._take(chunk[position:])
+        return self._batch(final=False)
+
+    def _take_segments(self, buffer: bytes) -> int:
+        """Take each segment that ends at a boundary; where the rest of the buffer starts."""
+        position = 0
+        for match in self.boundary.finditer(buffer):
+            self._take(buffer[position : match.start() + 1])
+            position = match.start() + 1
+        return position
 
     def _take(self, segment: bytes) -> None:
         self.segment(segment, self.offset, self.line)

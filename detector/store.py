@@ -23,10 +23,12 @@ from detector.model import Observation
 from detector.store_groups import GroupedSamples, PlanGroup, SideSummary, StoreGroupsMixin
 from detector.store_ingest import (
     LedgerUpdate,
+    LogBatchColumns,
     LogEntryInfo,
     LogFileRecord,
     LogObservationRow,
     StoreIngestMixin,
+    log_batch_columns,
 )
 from detector.store_migrations import SCHEMA_VERSION_DDL, Migration, load_migrations, pending
 from detector.store_reads import StoreReadsMixin
@@ -59,6 +61,7 @@ __all__ = [
     "OBSERVATION_COLUMNS",
     "GroupedSamples",
     "LedgerUpdate",
+    "LogBatchColumns",
     "LogEntryInfo",
     "LogFileRecord",
     "LogObservationRow",
@@ -74,6 +77,7 @@ __all__ = [
     "SideSummary",
     "Store",
     "TargetRecord",
+    "log_batch_columns",
     "observation_rows",
     "plan_node_rows",
     "to_utc_naive",

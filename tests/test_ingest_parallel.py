@@ -1,0 +1,107 @@
+"""The parallel ingest (worker processes over chunks cut at entry boundaries) stores exactly
+what the sequential reader stores: rows, problems with their lines, and the ledger. Chunks are
+made tiny so that every log is cut in many places, inside interleaved plans too."""
+
+from __future__ import annotations
+
+import random
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from collectors import autoexplain_log, log_parallel
+from collectors.autoexplain_log import IngestOptions, LogIngest
+from detector.store import Store
+from tests.test_ingest import live_logs
+from tests.test_ingest_robustness import consistent, corrupt, json_entries, with_pid
+
+sys.path.insert(0, str(Path(__file__).resolve().parent / "fixtures" / "logs"))
+from capture_logs import PREFIX
+
+pytestmark = pytest.mark.pg
+__all__ = ["live_logs"]
+
+
+def ingest_with(store_path: Path, log: Path, workers: int) -> autoexplain_log.FileReport:
+    with Store(store_path) as store:
+        run_id = store.begin_run("parallel test", workload_hash=None, tool_version="t", host="h")
+        target = store.add_target(
+            run_id, "log", source="log", server_version_num=None, gucs={}, info={}
+        )
+        options = IngestOptions(log_line_prefix=PREFIX, batch_size=50, workers=workers)
+        report = LogIngest(store, target, options).ingest(log)
+        store.finish_run(run_id)
+    return report
+
+
+def contents(store_path: Path) -> dict[str, list[tuple[Any, ...]]]:
+    with Store(store_path, read_only=True) as store:
+        con = store._con
+        return {
+            table: con.execute(f"SELECT * EXCLUDE ({skip}) FROM {table} ORDER BY ALL").fetchall()
+            for table, skip in (
+                ("observations", "observation_id"),
+                ("log_entries", "observation_id"),
+                ("log_problems", "recorded_at"),
+                ("log_files", "first_ingested_at, last_ingested_at"),
+                ("queries", "name"),
+                ("plans", "first_seen"),
+            )
+        }
+
+
+def woven(entries: list[bytes]) -> bytes:
+    """Plans interleaved with other backends' lines, as stderr logs without a collector show."""
+    pieces = []
+    for number, entry in enumerate(entries[:40]):
+        lines = entry.splitlines(keepends=True)
+        other = with_pid(entries[(number + 1) % len(entries)], 7000 + number)
+        cut = len(lines) // 2
+        pieces += [*lines[:cut], other, *lines[cut:]]
+    return b"".join(pieces)
+
+
+@pytest.mark.parametrize("name", ["pg.log", "pg.csv", "pg.json", "woven.log", "broken.log"])
+def test_parallel_ingest_stores_what_the_sequential_one_does(
+    live_logs: Callable[[int], Path],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    name: str,
+) -> None:
+    logs = live_logs(17)
+    if name == "woven.log":
+        (tmp_path / name).write_bytes(woven(json_entries(logs)))
+    elif name == "broken.log":
+        original = (logs / "pg.log").read_bytes()
+        (tmp_path / name).write_bytes(corrupt(original, random.Random(5), operations=12))
+    else:
+        (tmp_path / name).write_bytes((logs / name).read_bytes())
+    log = tmp_path / name
+    monkeypatch.setattr(autoexplain_log, "PARALLEL_FROM_BYTES", 0)
+    monkeypatch.setattr(log_parallel, "CHUNK_BYTES", 3000)
+    monkeypatch.setattr(log_parallel, "TAIL_SEARCH", 500)
+    fallbacks: list[int] = []
+    next_result = log_parallel.ParallelRead._next
+
+    def spy(self: log_parallel.ParallelRead, pending: Any) -> Any:
+        result, start = next_result(self, pending)
+        if result is None:
+            fallbacks.append(start.offset)
+        return result, start
+
+    monkeypatch.setattr(log_parallel.ParallelRead, "_next", spy)
+    sequential = ingest_with(tmp_path / "sequential.duckdb", log, workers=0)
+    parallel = ingest_with(tmp_path / "parallel.duckdb", log, workers=2)
+    # interleaved plans cut by a chunk end send the rest of the file to the sequential reader
+    assert bool(fallbacks) == (name == "woven.log"), [
+        log.read_bytes()[o - 300 : o + 300] for o in fallbacks[:1]
+    ]
+    assert parallel.plans == sequential.plans > 0
+    assert parallel.problem_count == sequential.problem_count
+    assert contents(tmp_path / "parallel.duckdb") == contents(tmp_path / "sequential.duckdb")
+    consistent(tmp_path / "parallel.duckdb")
+    again = ingest_with(tmp_path / "parallel.duckdb", log, workers=2)
+    assert again.plans == 0 and again.problem_count == 0
