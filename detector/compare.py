@@ -89,13 +89,20 @@ def compare_sides(
 @contextmanager
 def paused_gc() -> Iterator[None]:
     """Building ~10 objects per query for 100,000 queries triggers the cyclic collector over
-    and over (none of them form cycles): pausing it halves the time of a large comparison."""
+    and over (none of them form cycles): pausing it halves the time of a large comparison.
+
+    Resuming would have the next collections walk every object made meanwhile (a few tenths
+    of a second); freeze + unfreeze moves them to the oldest generation unwalked instead,
+    unless the program keeps frozen objects of its own."""
     enabled = gc.isenabled()
     gc.disable()
     try:
         yield
     finally:
         if enabled:
+            if not gc.get_freeze_count():
+                gc.freeze()
+                gc.unfreeze()
             gc.enable()
 
 
@@ -107,31 +114,32 @@ def _compare(
     else:
         pairs = pair_sides(store, baseline, candidate, query=options.query)
     timed = [p for p in pairs if p.baseline.durations_ms or p.candidate.durations_ms]
+    floors = options.noise_floors
     verdicts = stats.compare_timings_batch(
         [(p.baseline.durations_ms, p.candidate.durations_ms) for p in timed],
         min_effect=options.min_effect,
         alpha=options.alpha,
         min_samples=options.min_samples,
-        noise_floor=[options.noise_floors.get(p.label) for p in timed],
+        noise_floor=[floors.get(p.label) for p in timed] if floors else None,
     )
     timing_of = {
-        id(p): below_min_delta(p, v, options.min_delta_ms) for p, v in zip(timed, verdicts, strict=True)
+        id(p): below_min_delta(p, v, options.min_delta_ms)
+        for p, v in zip(timed, verdicts, strict=True)
     }
     plan_only = plan_only_timing(options.min_effect)
+    approved = options.approved
     comparisons = [
         QueryComparison(
-            query_key=pair.query_key,
-            query_name=pair.query_name,
-            sql=pair.sql,
-            baseline=pair.baseline,
-            candidate=pair.candidate,
-            timing=timing_of.get(id(pair), plan_only),
-            point=pair.point,
-            approved=(
-                None
-                if options.approved is None
-                else options.approved.get(approval_key(pair.query_name, pair.point), frozenset())
-            ),
+            pair.query_key,
+            pair.query_name,
+            pair.sql,
+            pair.baseline,
+            pair.candidate,
+            timing_of.get(id(pair), plan_only),
+            pair.point,
+            None
+            if approved is None
+            else approved.get(approval_key(pair.query_name, pair.point), frozenset()),
         )
         for pair in pairs
     ]
@@ -175,7 +183,11 @@ def split_suppressed(
     suppressed: list[tuple[Finding, str]] = []
     for finding in findings:
         reason = next(
-            (s.reason for s in suppressions if s.matches(finding.query_name, finding.code, finding.name)),
+            (
+                s.reason
+                for s in suppressions
+                if s.matches(finding.query_name, finding.code, finding.name)
+            ),
             None,
         )
         if reason is None:
@@ -185,7 +197,9 @@ def split_suppressed(
     return kept, suppressed
 
 
-def below_min_delta(pair: SidePair, timing: TimingComparison, min_delta_ms: float) -> TimingComparison:
+def below_min_delta(
+    pair: SidePair, timing: TimingComparison, min_delta_ms: float
+) -> TimingComparison:
     """A significant change of a few microseconds is real but immaterial: inconclusive."""
     base, cand = pair.baseline.timing, pair.candidate.timing
     if timing.verdict not in (Verdict.REGRESSED, Verdict.IMPROVED) or base is None or cand is None:
@@ -193,7 +207,9 @@ def below_min_delta(pair: SidePair, timing: TimingComparison, min_delta_ms: floa
     delta = cand.median_ms - base.median_ms
     if abs(delta) >= min_delta_ms:
         return timing
-    reason = f"the median moved {abs(delta) * 1000:.1f} µs, below the {min_delta_ms * 1000:g} µs minimum"
+    reason = (
+        f"the median moved {abs(delta) * 1000:.1f} µs, below the {min_delta_ms * 1000:g} µs minimum"
+    )
     return replace(timing, verdict=Verdict.INCONCLUSIVE, reason=reason)
 
 

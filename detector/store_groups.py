@@ -119,6 +119,11 @@ class StoreGroupsMixin(StoreBase):
             np.asarray(blocks, np.float64),
         )
 
+    def query_texts(self) -> dict[str, tuple[str, str]]:
+        """(name, SQL) per query key: what a comparison shows of its queries."""
+        rows = self._con.execute("SELECT query_key, name, sql FROM queries").fetchall()
+        return {key: (name, sql) for key, name, sql in rows}
+
     def plan_examples(
         self, target_ids: Sequence[int]
     ) -> dict[tuple[int, str, str | None, str], str]:

@@ -58,7 +58,7 @@ def misestimates(plan: Plan, min_rows: float) -> list[Misestimate]:
     """
     if not plan.analyzed:
         return []
-    return memo(plan, ("misestimates", min_rows), lambda: _misestimates(plan, min_rows))
+    return memo(plan, _misestimates, min_rows)
 
 
 def _misestimates(plan: Plan, min_rows: float) -> list[Misestimate]:

@@ -34,16 +34,16 @@ RelationKey = tuple[str, ...]
 _MEMO: dict[int, tuple[weakref.ref[Plan], dict[Any, Any]]] = {}
 
 
-def memo(plan: Plan, key: Any, compute: Callable[[], T]) -> T:
-    """`compute()` once per (plan object, key)."""
-    ident = id(plan)
-    entry = _MEMO.get(ident)
+def memo(plan: Plan, compute: Callable[..., T], *args: Any) -> T:
+    """`compute(plan, *args)` once per (plan object, compute, args)."""
+    entry = _MEMO.get(id(plan))
     if entry is None or entry[0]() is not plan:
-        entry = (weakref.ref(plan, _forget(ident)), {})
-        _MEMO[ident] = entry
+        entry = (weakref.ref(plan, _forget(id(plan))), {})
+        _MEMO[id(plan)] = entry
+    key = (compute, *args) if args else compute
     values = entry[1]
     if key not in values:
-        values[key] = compute()
+        values[key] = compute(plan, *args)
     result: T = values[key]
     return result
 
@@ -57,11 +57,15 @@ def _forget(ident: int) -> Callable[[weakref.ref[Plan]], None]:
 
 def plan_nodes(plan: Plan) -> list[tuple[str, PlanNode]]:
     """(path, node) depth-first, as `Plan.nodes()`, computed once per plan."""
-    return memo(plan, "nodes", lambda: list(plan.nodes()))
+    return memo(plan, _nodes)
+
+
+def _nodes(plan: Plan) -> list[tuple[str, PlanNode]]:
+    return list(plan.nodes())
 
 
 def nodes_of_type(plan: Plan, *node_types: str) -> list[PlanNode]:
-    by_type = memo(plan, "by_type", lambda: _by_type(plan))
+    by_type = memo(plan, _by_type)
     return [node for node_type in node_types for node in by_type.get(node_type, [])]
 
 
@@ -86,7 +90,7 @@ class PlanFacts:
 
 
 def facts(plan: Plan) -> PlanFacts:
-    return memo(plan, "facts", lambda: _facts(plan))
+    return memo(plan, _facts)
 
 
 def _facts(plan: Plan) -> PlanFacts:
@@ -120,7 +124,7 @@ def _facts(plan: Plan) -> PlanFacts:
 
 def accesses(plan: Plan) -> list[ScanAccess]:
     """`scan_accesses(plan)`, computed once per plan."""
-    return memo(plan, "accesses", lambda: scan_accesses(plan))
+    return memo(plan, scan_accesses)
 
 
 def leaf_name(node: PlanNode) -> str | None:
@@ -164,7 +168,7 @@ def key_text(key: RelationKey) -> str:
 
 def relation_keys(plan: Plan) -> dict[int, RelationKey]:
     """id(node) -> relations_under(node) for every node of the plan, computed once."""
-    return memo(plan, "relation_keys", lambda: _relation_keys(plan))
+    return memo(plan, _relation_keys)
 
 
 def _relation_keys(plan: Plan) -> dict[int, RelationKey]:
@@ -241,7 +245,7 @@ class Join:
 
 def joins(plan: Plan) -> list[Join]:
     """Every Nested Loop, Hash Join and Merge Join with the relations on each side."""
-    return memo(plan, "joins", lambda: _joins(plan))
+    return memo(plan, _joins)
 
 
 def _joins(plan: Plan) -> list[Join]:
@@ -316,7 +320,11 @@ def placed_nodes(plan: Plan) -> list[Placed]:
     """Every node with its enclosing Gather (parallel part) and whether a parent may stop it
     early (a Limit, either side of a Merge Join, the inner side of a semi/anti join, an
     EXISTS-style SubPlan), which makes fewer actual rows than estimated meaningless."""
-    return memo(plan, "placed", lambda: list(_placed(plan)))
+    return memo(plan, _placed_list)
+
+
+def _placed_list(plan: Plan) -> list[Placed]:
+    return list(_placed(plan))
 
 
 def _placed(plan: Plan) -> Iterator[Placed]:

@@ -297,8 +297,13 @@ def temp_blocks(variant: PlanVariant) -> float | None:
     return float(facts(variant.plan).temp_blocks)
 
 
-def _amplified(before: float, after: float, ratio: float, min_blocks: float) -> bool:
-    return after - before >= min_blocks and after >= ratio * before
+def _amplified(before: float | None, after: float | None, ratio: float, min_blocks: float) -> bool:
+    return (
+        before is not None
+        and after is not None
+        and after - before >= min_blocks
+        and after >= ratio * before
+    )
 
 
 @rule(
@@ -340,16 +345,13 @@ def buffer_amplification(
     """
     ratio, min_blocks = float(options["ratio"]), float(options["min_blocks"])
     base, cand = comparison.baseline.dominant, comparison.candidate.dominant
-    measures = [(shared_blocks(base), shared_blocks(cand)), (temp_blocks(base), temp_blocks(cand))]
-    if not any(
-        before is not None and after is not None and _amplified(before, after, ratio, min_blocks)
-        for before, after in measures
-    ):
+    shared = (shared_blocks(base), shared_blocks(cand))
+    temp = (temp_blocks(base), temp_blocks(cand))
+    if not (_amplified(*shared, ratio, min_blocks) or _amplified(*temp, ratio, min_blocks)):
         return
     parts: list[str] = []
     evidence: dict[str, Any] = {"ratio_threshold": ratio}
-    for what, measure in (("shared buffers", shared_blocks), ("temp blocks", temp_blocks)):
-        before, after = measure(base), measure(cand)
+    for what, (before, after) in (("shared buffers", shared), ("temp blocks", temp)):
         evidence[f"baseline_{what.replace(' ', '_')}"] = before
         evidence[f"candidate_{what.replace(' ', '_')}"] = after
         if before is None or after is None or not _amplified(before, after, ratio, min_blocks):

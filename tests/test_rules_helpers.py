@@ -127,12 +127,13 @@ def test_facts_and_memo_are_per_plan_object() -> None:
     assert facts(plan("rules/pg15/parallel_workers_not_launched")).workers_short
     calls: list[int] = []
 
-    def compute(value: int) -> int:
+    def compute(_plan: Plan, value: int) -> int:
         calls.append(value)
         return value
 
-    assert memo(sort, "test", lambda: compute(42)) == 42
-    assert memo(sort, "test", lambda: compute(43)) == 42 and calls == [42]
+    assert memo(sort, compute, 42) == 42
+    assert memo(sort, compute, 42) == 42 and calls == [42]
+    assert memo(sort, compute, 43) == 43 and calls == [42, 43]
     before = len(matching._MEMO)
     del sort
     gc.collect()

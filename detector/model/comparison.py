@@ -5,7 +5,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
-from functools import cached_property
 from typing import Any
 
 from detector.model.plan import Plan
@@ -71,7 +70,9 @@ class TimingComparison:
         text = f"{self.ratio:.2f}x slower" if slower else f"{1 / self.ratio:.2f}x faster"
         if self.ci_low is not None and self.ci_high is not None:
             # the interval is stated in the same unit as the headline: x slower or x faster
-            low, high = (self.ci_low, self.ci_high) if slower else (1 / self.ci_high, 1 / self.ci_low)
+            low, high = (
+                (self.ci_low, self.ci_high) if slower else (1 / self.ci_high, 1 / self.ci_low)
+            )
             text += f" (95% CI {low:.2f}-{high:.2f})"
         if self.verdict in (Verdict.UNCHANGED, Verdict.INCONCLUSIVE):
             text += f": {self.reason}"
@@ -140,7 +141,7 @@ class QueryComparison:
             return None
         return (cand.median_ms - base.median_ms) * self.weight
 
-    @cached_property
+    @property
     def plan_changed(self) -> bool:
         return self.baseline.plans[0].fingerprint != self.candidate.plans[0].fingerprint
 
