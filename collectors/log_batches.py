@@ -4,7 +4,6 @@ everything else (text plans, odd JSON) the general path of `log_plans`."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -25,7 +24,7 @@ from collectors.log_plans import (
     LoggedPlan,
     QueryKeys,
     duration_of,
-    parse_parameters,
+    parameters_json,
     plan_json_text,
     read_entry,
 )
@@ -130,7 +129,7 @@ class BatchParser:
         identity = self.keys.identify(doc.query_text, queryid)
         params = identity.literals_json
         if doc.parameters is not None:
-            params = json.dumps(parse_parameters(doc.parameters))
+            params = parameters_json(doc.parameters)
         node = shape_key(doc.plan)
         known = self.fast_shapes.get(node)
         shape = None

@@ -33,6 +33,7 @@ _PARAMETER = re.compile(r"\$(\d+) = (?:'((?:[^']|'')*)'|(NULL))(?:, |$)")
 _CONSTANTS = frozenset({"ICONST", "FCONST", "SCONST", "BCONST", "XCONST", "USCONST"})
 _TEXT_KEYS = ("Query Text: ", "Query Parameters: ", "Query Identifier: ", "Settings: ")
 CACHE_LIMIT = 50_000
+_json_string = json.encoder.encode_basestring_ascii  # what json.dumps uses for str values
 
 
 class EntryError(Exception):
@@ -91,11 +92,14 @@ class QueryIdentity:
         return json.dumps(list(self.literals))
 
 
-def parse_parameters(text: str) -> dict[str, str | None]:
-    return {
-        f"${number}": None if null else value.replace("''", "'")
+def parameters_json(text: str) -> str:
+    """auto_explain's `$1 = '5', $2 = NULL` as the JSON object {"$1": "5", "$2": null}
+    (json.dumps' text, built directly: this runs once per logged execution)."""
+    members = [
+        f'"${number}": ' + ("null" if null else _json_string(value.replace("''", "'")))
         for number, value, null in _PARAMETER.findall(text)
-    }
+    ]
+    return "{" + ", ".join(members) + "}"
 
 
 def normalize(sql: str) -> tuple[str, tuple[str, ...]]:
@@ -178,7 +182,7 @@ def _json_entry(body: bytes | str, duration: float | None, queryid: int | None) 
     return LoggedPlan(
         duration_ms=duration,
         query_text=query if isinstance(query, str) else "",
-        params=json.dumps(parse_parameters(params)) if isinstance(params, str) else "",
+        params=parameters_json(params) if isinstance(params, str) else "",
         document=document,
         raw=body,
         queryid=identifier if isinstance(identifier, int) else queryid,
@@ -230,7 +234,7 @@ def _text_entry(text: str, duration: float | None, queryid: int | None) -> Logge
     return LoggedPlan(
         duration_ms=duration,
         query_text=query,
-        params=json.dumps(parse_parameters(params)) if params else "",
+        params=parameters_json(params) if params else "",
         document=document,
         raw="",
         queryid=queryid,
