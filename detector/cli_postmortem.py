@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import Annotated
 
@@ -23,13 +24,21 @@ def ingest(
     ] = "log",
     log_line_prefix: Annotated[
         str | None,
-        typer.Option(help="The server's log_line_prefix (stderr logs); default: guess common ones."),
+        typer.Option(
+            help="The server's log_line_prefix (stderr logs); default: guess common ones."
+        ),
     ] = None,
     log_format: Annotated[
         str | None, typer.Option("--format", help="stderr, csvlog or jsonlog (default: detect).")
     ] = None,
     log_timezone: Annotated[
         str | None, typer.Option(help="Zone for timestamps with abbreviations like CET.")
+    ] = None,
+    jobs: Annotated[
+        int | None,
+        typer.Option(
+            "--jobs", "-j", min=1, help="Processes parsing logs over 32 MB (default: one per core)."
+        ),
     ] = None,
 ) -> None:
     """Store the auto_explain plans of server logs as observations (resumable, idempotent)."""
@@ -39,6 +48,8 @@ def ingest(
     options = IngestOptions(
         log_line_prefix=log_line_prefix, log_format=log_format, log_timezone=log_timezone
     )
+    if jobs is not None:
+        options = replace(options, workers=jobs)
     with user_errors():
         reports = ingest_logs(
             store_path=store, files=logs, source=source, options=options, console=out

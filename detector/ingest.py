@@ -3,11 +3,20 @@
 from __future__ import annotations
 
 import socket
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
 
 from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    DownloadColumn,
+    Progress,
+    TextColumn,
+    TimeRemainingColumn,
+    TransferSpeedColumn,
+)
 
 from collectors.autoexplain_log import FileReport, IngestOptions, LogIngest
 from collectors.setup_check import Check
@@ -62,7 +71,8 @@ def ingest_logs(
             )
             ingest = LogIngest(store, target_id, options)
             for path in files:
-                report = ingest.ingest(path)
+                with progress_bar(console, path) as advance:
+                    report = ingest.ingest(path, advance)
                 reports.append(report)
                 print_report(report, console)
             store.finish_run(run_id)
@@ -70,6 +80,24 @@ def ingest_logs(
             store.finish_run(run_id, "failed")
             raise
     return reports
+
+
+@contextmanager
+def progress_bar(console: Console, path: Path) -> Iterator[Callable[[int], None]]:
+    """A transient bar of the bytes read (on a terminal only; gzip: no total known)."""
+    columns = (
+        TextColumn("{task.description}"),
+        BarColumn(),
+        DownloadColumn(),
+        TransferSpeedColumn(),
+        TimeRemainingColumn(),
+    )
+    with Progress(
+        *columns, console=console, transient=True, disable=not console.is_terminal
+    ) as bar:
+        total = None if path.suffix == ".gz" else path.stat().st_size
+        task = bar.add_task(path.name, total=total)
+        yield lambda done: bar.advance(task, done)
 
 
 def print_report(report: FileReport, console: Console) -> None:

@@ -220,6 +220,8 @@ def test_cli_ingest_and_its_report(live_logs: Callable[[int], Path], tmp_path: P
     assert again.exit_code == 0 and "0 plans from 1 files" in again.output
     missing = runner.invoke(app, ["ingest", str(tmp_path / "nope.log"), "--store", str(store)])
     assert missing.exit_code == 2
+    no_jobs = runner.invoke(app, ["ingest", str(log), "--store", str(store), "--jobs", "0"])
+    assert no_jobs.exit_code == 2 and "--jobs" in no_jobs.output
     with Store(store, read_only=True) as db:
         (files,) = db.log_files()
         assert files.plans == expected_plans() * len(MODES) and files.problems == 0
