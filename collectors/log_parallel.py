@@ -25,6 +25,7 @@ import time
 from collections import deque
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from typing import BinaryIO
 
@@ -32,6 +33,7 @@ from collectors.log_batches import BatchParser, ParsedBatch
 from collectors.log_formats import MAX_ENTRY, Batch, LogReader, Position, StderrReader
 from collectors.log_prefix import PrefixParser, TimeParser
 from collectors.log_records import CsvReader, JsonlogReader
+from detector.errors import PlanshiftError
 
 CHUNK_BYTES = 8 << 20
 TAIL_SEARCH = 1 << 16  # where the last boundary of a chunk is looked for first
@@ -182,7 +184,13 @@ class ParallelRead:
         self, pending: deque[tuple[Position, Future[ChunkResult]]]
     ) -> tuple[ChunkResult | None, Position]:
         start, job = pending.popleft()
-        result = job.result()
+        try:
+            result = job.result()
+        except BrokenProcessPool as exc:
+            raise PlanshiftError(
+                f"a process parsing the log died ({exc})",
+                "rerun: the ingest resumes where it stopped; --jobs 1 parses in one process",
+            ) from exc
         if result.open_at_end:
             pending.clear()
             return None, start

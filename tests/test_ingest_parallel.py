@@ -4,6 +4,7 @@ made tiny so that every log is cut in many places, inside interleaved plans too.
 
 from __future__ import annotations
 
+import os
 import random
 import sys
 from collections.abc import Callable
@@ -14,6 +15,7 @@ import pytest
 
 from collectors import autoexplain_log, log_parallel
 from collectors.autoexplain_log import IngestOptions, LogIngest
+from detector.errors import PlanshiftError
 from detector.store import Store
 from tests.test_ingest import live_logs
 from tests.test_ingest_robustness import consistent, corrupt, json_entries, with_pid
@@ -105,3 +107,22 @@ def test_parallel_ingest_stores_what_the_sequential_one_does(
     consistent(tmp_path / "parallel.duckdb")
     again = ingest_with(tmp_path / "parallel.duckdb", log, workers=2)
     assert again.plans == 0 and again.problem_count == 0
+
+
+def die(*_: Any) -> None:
+    """A worker that crashes (run in the worker process instead of parse_chunk)."""
+    os._exit(3)
+
+
+def test_a_dying_worker_is_a_clear_error_and_stores_nothing(
+    live_logs: Callable[[int], Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    log = tmp_path / "pg.log"
+    log.write_bytes((live_logs(17) / "pg.log").read_bytes())
+    monkeypatch.setattr(autoexplain_log, "PARALLEL_FROM_BYTES", 0)
+    monkeypatch.setattr(log_parallel, "CHUNK_BYTES", 3000)
+    monkeypatch.setattr(log_parallel, "parse_chunk", die)
+    with pytest.raises(PlanshiftError, match="died") as raised:
+        ingest_with(tmp_path / "s.duckdb", log, workers=2)
+    assert raised.value.hint is not None and "--jobs 1" in raised.value.hint
+    assert consistent(tmp_path / "s.duckdb") == (0, 0)
