@@ -67,11 +67,6 @@ class CsvReader(LogReader):
             self.parts = []
             self.record(record, self.part_offset, self.part_line)
 
-    def _take(self, segment: bytes) -> None:
-        super()._take(segment)
-        if self.parts:  # the record continues: the resume point is its start
-            self.offset, self.line = self.offset, self.line
-
     def open_entries(self) -> list[RawEntry]:
         if not self.parts:
             return []
