@@ -19,10 +19,13 @@ from detector.model import (
     TimingComparison,
     Verdict,
 )
+from detector.model.bulk import builder
 from detector.pairing import SidePair, pair_sides
 from detector.store import Store, TargetRecord
 from detector.windows import is_window, window_pairs, window_side
 from rules import RuleRunner
+
+new_comparison = builder(QueryComparison)
 
 
 @dataclass(frozen=True)
@@ -129,7 +132,7 @@ def _compare(
     plan_only = plan_only_timing(options.min_effect)
     approved = options.approved
     comparisons = [
-        QueryComparison(
+        new_comparison(
             pair.query_key,
             pair.query_name,
             pair.sql,

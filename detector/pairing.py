@@ -8,11 +8,13 @@ from itertools import pairwise, repeat
 from typing import NamedTuple
 
 from detector.model import Plan, PlanVariant, Side, TimingStats, parse_plan
+from detector.model.bulk import builder
 from detector.segments import Floats, Ints, offsets, segment_quantiles
 from detector.store import GroupedSamples, Store, TargetRecord
 
 # TimingStats of a side: n is counted apart; then median, p90, p99, min and max
 SUMMARY_QUANTILES = (0.5, 0.9, 0.99, 0.0, 1.0)
+new_variant, new_stats, new_side = builder(PlanVariant), builder(TimingStats), builder(Side)
 
 
 class SidePair(NamedTuple):  # a tuple: 100,000 of them are built per large comparison
@@ -125,13 +127,13 @@ class _Sides:
         side_lo, side_hi = known_durations[side_rows[:-1]], known_durations[side_rows[1:]]
         summaries = segment_quantiles(durations, side_lo, side_hi, SUMMARY_QUANTILES).tolist()
         timings = [
-            TimingStats(n, *summary) if n else None
+            new_stats(n, *summary) if n else None
             for n, summary in zip((side_hi - side_lo).tolist(), summaries, strict=True)
         ]
         sides = [targets[self.targets[first]] for first in self.first_groups]
         return list(
             map(
-                Side,
+                new_side,
                 [side.name for side in sides],
                 [side.server_version_num for side in sides],
                 [side.gucs for side in sides],
@@ -158,7 +160,7 @@ class _Sides:
         found = list(map(plans.get, g.target_ids, g.query_keys, g.points, g.fingerprints))
         return list(
             map(
-                PlanVariant,
+                new_variant,
                 g.fingerprints,
                 [signature for signature, _ in found],
                 [plan for _, plan in found],

@@ -35,6 +35,7 @@ import numpy as np
 import numpy.typing as npt
 from scipy import stats as sps
 
+from detector.model.bulk import builder
 from detector.model.comparison import TimingComparison, TimingStats, Verdict
 
 Floats = npt.NDArray[np.float64]
@@ -44,6 +45,7 @@ CONFIDENCE = 0.95  # of the CI behind every verdict (TimingComparison.describe s
 FLOOR_MS = 1e-9  # resampled medians are floored here (1 ps: "zero"), so ratios stay finite
 _TAIL = (1 - CONFIDENCE) / 2
 _CHUNK_VALUES = 20_000  # timings per batch chunk: a ~15 MB working set, cache-friendly
+new_timing_comparison = builder(TimingComparison)
 
 
 def _sample(values: Sequence[float], what: str) -> Floats:
@@ -260,7 +262,7 @@ def _compare_group(
                 ),
             )
         out.append(
-            TimingComparison(
+            new_timing_comparison(
                 verdict,
                 r if positive[i] else None,
                 lo if ok[i] else None,
