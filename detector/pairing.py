@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from collections import defaultdict
 from collections.abc import Mapping
 from itertools import pairwise, repeat
 from typing import NamedTuple
+
+import numpy as np
 
 from detector.model import Plan, PlanVariant, Side, TimingStats, parse_plan
 from detector.model.bulk import builder
@@ -101,21 +102,29 @@ class _Sides:
     of those groups, in group order."""
 
     def __init__(self, grouped: GroupedSamples) -> None:
-        g = grouped
-        self.keys, self.points, self.targets = g.query_keys, g.points, g.target_ids
-        self.grouped = g
-        starts = [
-            i
-            for i, (key, point, target) in enumerate(
-                zip(g.query_keys, g.points, g.target_ids, strict=True)
-            )
-            if i == 0
-            or target != g.target_ids[i - 1]
-            or key != g.query_keys[i - 1]
-            or point != g.points[i - 1]
-        ]
-        self.first_groups = starts  # of each side; the side's groups run to the next side's first
-        self.group_ends = [*starts[1:], len(g.sizes)]
+        g = self.grouped = grouped
+        numbers, targets = g.query_numbers, np.asarray(g.target_ids, np.int64)
+        starts = np.ones(len(numbers), np.bool_)
+        starts[1:] = (numbers[1:] != numbers[:-1]) | (targets[1:] != targets[:-1])
+        first = np.flatnonzero(starts)
+        self.first_groups = first.tolist()  # of each side: its groups run to the next's first
+        self.group_ends = [*self.first_groups[1:], len(numbers)]
+        self.side_queries, self.side_targets = numbers[first], targets[first]
+
+    def pairs(self, baseline_id: int, candidate_id: int) -> list[tuple[int, int, int]]:
+        """(first group, baseline side, candidate side) of each query (and point) that has
+        both sides, in key order."""
+        count = int(self.side_queries[-1]) + 1 if len(self.side_queries) else 0
+        found = []
+        for target_id in (baseline_id, candidate_id):
+            side_of = np.full(count, -1)
+            mine = np.flatnonzero(self.side_targets == target_id)
+            side_of[self.side_queries[mine]] = mine
+            found.append(side_of)
+        base, cand = found
+        both = (base >= 0) & (cand >= 0)
+        first = np.asarray(self.first_groups, np.int64)[base[both]]
+        return list(zip(first.tolist(), base[both].tolist(), cand[both].tolist(), strict=True))
 
     def build(self, targets: Mapping[int, TargetRecord], plans: Plans) -> list[Side]:
         g = self.grouped
@@ -130,7 +139,7 @@ class _Sides:
             new_stats(n, *summary) if n else None
             for n, summary in zip((side_hi - side_lo).tolist(), summaries, strict=True)
         ]
-        sides = [targets[self.targets[first]] for first in self.first_groups]
+        sides = [targets[target] for target in self.side_targets.tolist()]
         return list(
             map(
                 new_side,
@@ -198,15 +207,13 @@ def pair_sides(
     sides = index.build(
         {baseline.target_id: baseline, candidate.target_id: candidate}, Plans(store, ids)
     )
-    by_query: defaultdict[tuple[str, str | None], dict[int, Side]] = defaultdict(dict)
-    for side, first in zip(sides, index.first_groups, strict=True):
-        by_query[(index.keys[first], index.points[first])][index.targets[first]] = side
+    g = index.grouped
     pairs = []
-    for (key, point), by_target in by_query.items():
+    for first, base, cand in index.pairs(baseline.target_id, candidate.target_id):
+        key = g.query_keys[first]
         name, sql = texts.get(key) or (key, "")
-        base, cand = by_target.get(baseline.target_id), by_target.get(candidate.target_id)
-        if (query and query != name) or base is None or cand is None:
+        if query and query != name:
             continue
-        pairs.append(SidePair(key, name, sql, point, base, cand))
+        pairs.append(SidePair(key, name, sql, g.points[first], sides[base], sides[cand]))
     sort_pairs(pairs)
     return pairs

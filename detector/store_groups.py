@@ -56,9 +56,10 @@ WHERE target_id IN (SELECT unnest($1::BIGINT[]))
 """
 
 _GROUPS = f"""
-SELECT query_key, point, target_id, fingerprint, count(*)
+SELECT query_key, point, target_id, fingerprint, count(*),
+       dense_rank() OVER (ORDER BY query_key, point) - 1
 {_OBSERVATIONS}
-GROUP BY ALL
+GROUP BY query_key, point, target_id, fingerprint
 ORDER BY query_key, point, target_id, fingerprint
 """
 
@@ -73,13 +74,15 @@ ORDER BY query_key, point, target_id, fingerprint, sample_index
 class GroupedSamples:
     """Plan groups (query, point, target, fingerprint) in key order, and every observation's
     numbers in the same order, by sample_index within a group: group g holds the `sizes[g]`
-    rows after those of the groups before it. NaN stands for NULL where `*_known` is False."""
+    rows after those of the groups before it. NaN stands for NULL where `*_known` is False.
+    `query_numbers` counts the distinct (query, point) from 0, in the same order."""
 
     query_keys: list[str]
     points: list[str | None]
     target_ids: list[int]
     fingerprints: list[str]
     sizes: npt.NDArray[np.int64]
+    query_numbers: npt.NDArray[np.int64]
     durations_ms: npt.NDArray[np.float64]
     duration_known: npt.NDArray[np.bool_]
     planning_ms: npt.NDArray[np.float64]
@@ -103,8 +106,8 @@ class StoreGroupsMixin(StoreBase):
         with self.transaction():  # both reads see the same rows
             groups = self._con.execute(_GROUPS, parameters).fetchall()
             columns = self._con.execute(_SAMPLES, parameters).fetchnumpy()
-        keys, points, targets, fingerprints, sizes = (
-            zip(*groups, strict=True) if groups else [()] * 5
+        keys, points, targets, fingerprints, sizes, numbers = (
+            zip(*groups, strict=True) if groups else [()] * 6
         )
         durations, planning, cost, blocks = columns.values()
         return GroupedSamples(
@@ -113,6 +116,7 @@ class StoreGroupsMixin(StoreBase):
             list(targets),
             list(fingerprints),
             np.asarray(sizes, np.int64).reshape(-1),
+            np.asarray(numbers, np.int64).reshape(-1),
             *_column(durations),
             *_column(planning),
             np.asarray(cost, np.float64),

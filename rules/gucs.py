@@ -9,6 +9,7 @@ against an unset random_page_cost is no difference.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -129,6 +130,7 @@ def default_of(name: str, version_num: int | None) -> str | None:
     return _DEFAULTS.get(name)
 
 
+@functools.lru_cache(maxsize=4096)  # a comparison asks about the same few values per query
 def normalized(value: str) -> str:
     """`64MB` and `65536kB` are one value, so are `4` and `4.0`, `ON` and `on`."""
     text = value.strip()
