@@ -74,6 +74,11 @@ class Plans:
         return signature, self.parsed[example]
 
 
+def most_frequent_first(variant: PlanVariant) -> tuple[int, str]:
+    """Sort key of a side's plan variants: the dominant first, ties by fingerprint (stable)."""
+    return (-variant.samples, variant.fingerprint)
+
+
 def make_side(
     target: TargetRecord,
     variants: list[PlanVariant],
@@ -81,13 +86,11 @@ def make_side(
     timing: TimingStats | None,
     planning_ms: tuple[float, ...],
 ) -> Side:
-    if len(variants) > 1:
-        variants.sort(key=lambda v: (-v.samples, v.fingerprint))
     return Side(
         target.name,
         target.server_version_num,
         target.gucs,
-        tuple(variants),
+        tuple(sorted(variants, key=most_frequent_first)),
         durations_ms,
         timing,
         None,
@@ -162,8 +165,9 @@ class _Sides:
         g = self.grouped
         lo, hi = known_durations[rows[:-1]], known_durations[rows[1:]]
         median_ms: list[float | None] = segment_quantiles(durations, lo, hi, (0.5,))[:, 0].tolist()
-        if (hi == lo).any():  # no durations (plan-only): NaN -> None
-            median_ms = [None if a == b else m for m, a, b in zip(median_ms, lo, hi, strict=True)]
+        if (hi == lo).any():  # groups without durations (plan-only): NaN -> None
+            empty = (hi == lo).tolist()
+            median_ms = [None if none else m for m, none in zip(median_ms, empty, strict=True)]
         median_cost = segment_quantiles(g.total_cost, rows[:-1], rows[1:], (0.5,))[:, 0]
         median_blocks = segment_quantiles(g.shared_blocks, rows[:-1], rows[1:], (0.5,))[:, 0]
         found = list(map(plans.get, g.target_ids, g.query_keys, g.points, g.fingerprints))
@@ -186,7 +190,7 @@ class _Sides:
         return [
             (variants[first],)
             if end - first == 1
-            else tuple(sorted(variants[first:end], key=lambda v: (-v.samples, v.fingerprint)))
+            else tuple(sorted(variants[first:end], key=most_frequent_first))
             for first, end in zip(self.first_groups, self.group_ends, strict=True)
         ]
 

@@ -31,8 +31,8 @@ def offsets(counts: npt.NDArray[np.int64] | npt.NDArray[np.bool_]) -> Ints:
 def segment_quantiles(
     values: Floats, starts: Ints, ends: Ints, quantiles: Sequence[float]
 ) -> Floats:
-    """quantile_cont(q) of every segment for every q, shape (segments, quantiles); NaN for
-    an empty segment."""
+    """Each quantile (0 to 1) of every segment, shape (segments, quantiles); NaN for an empty
+    segment."""
     out = np.full((len(starts), len(quantiles)), np.nan)
     lengths = ends - starts
     for length in np.unique(lengths).tolist():
