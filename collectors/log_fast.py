@@ -34,21 +34,9 @@ class ShapeNode(Struct, frozen=True):
     plans: tuple[ShapeNode, ...] = field(name="Plans", default=())
 
 
-class RootNode(Struct):
-    """ShapeNode's fields first (in the same order), then the numbers of the row."""
+class RootNode(ShapeNode, frozen=True):
+    """The root node: ShapeNode's fields first, then the numbers of the row."""
 
-    node_type: str | None = field(name="Node Type", default=None)
-    strategy: str | None = field(name="Strategy", default=None)
-    partial_mode: str | None = field(name="Partial Mode", default=None)
-    join_type: str | None = field(name="Join Type", default=None)
-    parent: str | None = field(name="Parent Relationship", default=None)
-    direction: str | None = field(name="Scan Direction", default=None)
-    relation: str | None = field(name="Relation Name", default=None)
-    schema: str | None = field(name="Schema", default=None)
-    index: str | None = field(name="Index Name", default=None)
-    cte: str | None = field(name="CTE Name", default=None)
-    subplan: str | None = field(name="Subplan Name", default=None)
-    plans: tuple[ShapeNode, ...] = field(name="Plans", default=())
     total_cost: float = field(name="Total Cost", default=0.0)
     startup_cost: float = field(name="Startup Cost", default=0.0)
     plan_rows: float = field(name="Plan Rows", default=0.0)
@@ -64,7 +52,7 @@ class RootNode(Struct):
     io_read_old: float | None = field(name="I/O Read Time", default=None)  # <= 15
 
 
-_SHAPE_WIDTH = 12  # ShapeNode's fields, RootNode's first ones
+_SHAPE_WIDTH = len(ShapeNode.__struct_fields__)  # RootNode's first fields
 
 
 class EntryDoc(Struct, kw_only=True):
@@ -104,7 +92,7 @@ def shape_key(root: RootNode) -> tuple[Any, ...]:
     return astuple(root)[:_SHAPE_WIDTH]
 
 
-def has_bitmap_heap_scan(node: RootNode | ShapeNode) -> bool:
+def has_bitmap_heap_scan(node: ShapeNode) -> bool:
     """Only Bitmap Heap Scan nodes report Exact/Lossy Heap Blocks."""
     return node.node_type == "Bitmap Heap Scan" or any(map(has_bitmap_heap_scan, node.plans))
 
