@@ -16,7 +16,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from detector.errors import PlanshiftError
-from detector.store_groups import PlanGroup, SideSummary
+from detector.store_groups import PlanGroup
 from detector.store_reads import StoreBase, _observation_row
 from detector.store_records import (
     OBSERVATION_COLUMNS,
@@ -274,49 +274,26 @@ class StoreIngestMixin(StoreBase):
 
     def window_groups(
         self, since: datetime | None, until: datetime | None, source: str | None, side_id: int
-    ) -> tuple[list[PlanGroup], list[SideSummary]]:
-        """Log observations in [since, until) grouped as `plan_groups` / `side_summaries` group
-        a target's, under the made-up target id `side_id` (a time window is a compare side)."""
-        window = (
-            "FROM observations o JOIN targets t USING (target_id) WHERE t.source = 'log' "
-            "AND ($1 IS NULL OR o.collected_at >= $1) AND ($2 IS NULL OR o.collected_at < $2) "
-            "AND ($3 IS NULL OR t.name = $3)"
-        )
-        parameters = [_naive(since), _naive(until), source]
-        groups = self._con.execute(
+    ) -> list[PlanGroup]:
+        """Log observations in [since, until) grouped by query, point and plan shape, under
+        the made-up target id `side_id` (a time window is a compare side)."""
+        rows = self._con.execute(
             "SELECT query_key, point, fingerprint, count(*), "
             "coalesce(list(duration_ms ORDER BY collected_at) FILTER (WHERE duration_ms IS NOT NULL), []), "
             "coalesce(list(planning_ms ORDER BY collected_at) FILTER (WHERE planning_ms IS NOT NULL), []), "
             "median(duration_ms), median(total_cost), "
-            f"median(coalesce(shared_hit, 0) + coalesce(shared_read, 0)) {window} "
-            "GROUP BY query_key, point, fingerprint",
-            parameters,
+            "median(coalesce(shared_hit, 0) + coalesce(shared_read, 0)) "
+            "FROM observations o JOIN targets t USING (target_id) WHERE t.source = 'log' "
+            "AND ($1 IS NULL OR o.collected_at >= $1) AND ($2 IS NULL OR o.collected_at < $2) "
+            "AND ($3 IS NULL OR t.name = $3) GROUP BY query_key, point, fingerprint",
+            [_naive(since), _naive(until), source],
         ).fetchall()
-        summaries = self._con.execute(
-            "SELECT query_key, point, count(duration_ms), median(duration_ms), "
-            "quantile_cont(duration_ms, 0.9), quantile_cont(duration_ms, 0.99), "
-            f"min(duration_ms), max(duration_ms) {window} AND duration_ms IS NOT NULL "
-            "GROUP BY query_key, point",
-            parameters,
-        ).fetchall()
-        return (
-            [
-                PlanGroup(
-                    key,
-                    point,
-                    side_id,
-                    fp,
-                    n,
-                    tuple(d),
-                    tuple(p),
-                    median,
-                    float(cost),
-                    float(blocks),
-                )
-                for key, point, fp, n, d, p, median, cost, blocks in groups
-            ],
-            [SideSummary(key, point, side_id, *rest) for key, point, *rest in summaries],
-        )
+        return [
+            PlanGroup(
+                key, point, side_id, fp, n, tuple(d), tuple(p), median, float(cost), float(blocks)
+            )
+            for key, point, fp, n, d, p, median, cost, blocks in rows
+        ]
 
     # -- pg_stat_statements_info -----------------------------------------------------------
 

@@ -6,12 +6,12 @@ import zlib
 from collections.abc import Mapping
 
 from detector.errors import PlanshiftError
-from detector.model import PlanVariant, Side, TimingStats
+from detector.model import PlanVariant, Side
 from detector.pairing import Plans, SidePair, make_side, sort_pairs
-from detector.store import PlanGroup, QueryRecord, SideSummary, Store, TargetRecord
+from detector.stats import timing_stats
+from detector.store import PlanGroup, QueryRecord, Store, TargetRecord
 
 GroupsBySide = dict[tuple[str, str | None], dict[int, list[PlanGroup]]]
-Summaries = Mapping[tuple[str, str | None, int], SideSummary]
 
 
 def is_window(spec: str) -> bool:
@@ -53,15 +53,12 @@ def window_pairs(
     from detector.timeline import parse_time
 
     groups: GroupsBySide = {}
-    summaries: dict[tuple[str, str | None, int], SideSummary] = {}
     for side in (baseline, candidate):
         since, until = (parse_time(t) if t else None for t in side.info["window"])
-        found, summary = store.window_groups(since, until, side.info["source"], side.target_id)
-        for group in found:
+        for group in store.window_groups(since, until, side.info["source"], side.target_id):
             by_side = groups.setdefault((group.query_key, group.point), {})
             by_side.setdefault(side.target_id, []).append(group)
-        summaries.update({(s.query_key, s.point, s.target_id): s for s in summary})
-    return build_pairs(store, baseline, candidate, groups, summaries, query)
+    return build_pairs(store, baseline, candidate, groups, query)
 
 
 def build_pairs(
@@ -69,7 +66,6 @@ def build_pairs(
     baseline: TargetRecord,
     candidate: TargetRecord,
     groups: GroupsBySide,
-    summaries: Summaries,
     query: str | None,
 ) -> list[SidePair]:
     """SidePairs from plan groups keyed by (query, point) then side id."""
@@ -89,21 +85,15 @@ def build_pairs(
                 query_name=name,
                 sql=record.sql if record else "",
                 point=point,
-                baseline=_side(
-                    baseline, base, summaries.get((key, point, baseline.target_id)), plans
-                ),
-                candidate=_side(
-                    candidate, cand, summaries.get((key, point, candidate.target_id)), plans
-                ),
+                baseline=_side(baseline, base, plans),
+                candidate=_side(candidate, cand, plans),
             )
         )
     sort_pairs(pairs)
     return pairs
 
 
-def _side(
-    target: TargetRecord, groups: list[PlanGroup], summary: SideSummary | None, plans: Plans
-) -> Side:
+def _side(target: TargetRecord, groups: list[PlanGroup], plans: Plans) -> Side:
     variants = []
     for group in groups:
         signature, plan = plans.get(
@@ -120,20 +110,11 @@ def _side(
                 median_shared_blocks=group.median_shared_blocks,
             )
         )
-    timing = None
-    if summary is not None and summary.n:
-        timing = TimingStats(
-            summary.n,
-            summary.median_ms,
-            summary.p90_ms,
-            summary.p99_ms,
-            summary.min_ms,
-            summary.max_ms,
-        )
+    durations = tuple(d for g in groups for d in g.durations_ms)
     return make_side(
         target,
         variants,
-        tuple(d for g in groups for d in g.durations_ms),
-        timing,
+        durations,
+        timing_stats(durations) if durations else None,  # as a run's side: numpy's quantiles
         tuple(p for g in groups for p in g.planning_ms),
     )

@@ -19,6 +19,7 @@ from detector.compare import compare_sides, resolve_side
 from detector.errors import PlanshiftError
 from detector.ingest import take_snapshot
 from detector.model import Verdict
+from detector.stats import timing_stats
 from detector.store import Store
 from detector.timeline import build_timeline, parse_time, store_pgss_deltas
 from tests.test_ingest import ingest
@@ -117,6 +118,8 @@ def test_compare_between_time_windows(incident: tuple[Path, dict[str, datetime]]
     (query,) = [q for q in result.queries if q.sql.startswith("SELECT sum(amount) FROM orders")]
     assert query.plan_changed
     assert query.timing.verdict is Verdict.REGRESSED
+    for side in (query.baseline, query.candidate):  # the statistics of a run's side
+        assert side.timing == timing_stats(side.durations_ms)
     codes = {f.code for f in result.findings if f.query_key == query.query_key}
     assert codes >= {"PS100", "PS200"}
     runner = CliRunner()
