@@ -4,6 +4,7 @@ made tiny so that every log is cut in many places, inside interleaved plans too.
 
 from __future__ import annotations
 
+import gzip
 import os
 import random
 import sys
@@ -66,7 +67,9 @@ def woven(entries: list[bytes]) -> bytes:
     return b"".join(pieces)
 
 
-@pytest.mark.parametrize("name", ["pg.log", "pg.csv", "pg.json", "woven.log", "broken.log"])
+@pytest.mark.parametrize(
+    "name", ["pg.log", "pg.csv", "pg.json", "woven.log", "broken.log", "pg.log.gz", "grown.log"]
+)
 def test_parallel_ingest_stores_what_the_sequential_one_does(
     live_logs: Callable[[int], Path],
     tmp_path: Path,
@@ -79,6 +82,11 @@ def test_parallel_ingest_stores_what_the_sequential_one_does(
     elif name == "broken.log":
         original = (logs / "pg.log").read_bytes()
         (tmp_path / name).write_bytes(corrupt(original, random.Random(5), operations=12))
+    elif name == "pg.log.gz":
+        (tmp_path / name).write_bytes(gzip.compress((logs / "pg.log").read_bytes()))
+    elif name == "grown.log":  # a first ingest stops mid-file, the next resumes there
+        data = (logs / "pg.log").read_bytes()
+        (tmp_path / name).write_bytes(data[: data.index(b"\n20", len(data) // 2) + 1])
     else:
         (tmp_path / name).write_bytes((logs / name).read_bytes())
     log = tmp_path / name
@@ -95,6 +103,10 @@ def test_parallel_ingest_stores_what_the_sequential_one_does(
         return result, start
 
     monkeypatch.setattr(log_parallel.ParallelRead, "_next", spy)
+    if name == "grown.log":
+        for store, workers in (("sequential", 0), ("parallel", 2)):
+            ingest_with(tmp_path / f"{store}.duckdb", log, workers=workers)
+        log.write_bytes((logs / "pg.log").read_bytes())
     sequential = ingest_with(tmp_path / "sequential.duckdb", log, workers=0)
     parallel = ingest_with(tmp_path / "parallel.duckdb", log, workers=2)
     # interleaved plans cut by a chunk end send the rest of the file to the sequential reader
