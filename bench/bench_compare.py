@@ -101,12 +101,15 @@ def main() -> None:
         print(f"built store: {args.queries} queries x 2 targets x {args.samples} samples "
               f"in {time.perf_counter() - started:.1f} s ({path.stat().st_size / 1e6:.0f} MB)")
         timings = []
+        result = None
         for _ in range(args.repeat):
+            result = None  # the previous run's objects are freed before the clock starts
             with Store(path, read_only=True) as store:
                 targets = {t.target_id: t for t in store.targets()}
                 started = time.perf_counter()
                 result = compare_sides(store, targets[base_id], targets[cand_id], CompareOptions(noise_run=None))
                 timings.append(time.perf_counter() - started)
+        assert result is not None
         counts = result.verdict_counts()
         median = statistics.median(timings)
         peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
