@@ -31,7 +31,7 @@ from collectors.log_formats import (
 )
 from collectors.log_parallel import ChunkSpec, ParallelRead
 from collectors.log_prefix import PrefixParser, TimeParser
-from collectors.log_records import CsvReader, JsonlogReader
+from collectors.log_records import CsvReader, JsonlogReader, make_reader
 from detector.errors import PlanshiftError
 from detector.store import LedgerUpdate, LogFileRecord, Store
 
@@ -80,18 +80,6 @@ class FileReport:
 def query_name(sql: str) -> str:
     text = _SPACES.sub(" ", sql).strip()
     return text if len(text) <= 60 else text[:57] + "..."
-
-
-def open_reader(
-    log_format: str, stream: BinaryIO, position: Position, options: IngestOptions
-) -> LogReader:
-    times = TimeParser(options.log_timezone)
-    if log_format == "stderr":
-        prefix = PrefixParser(options.log_line_prefix)
-        return StderrReader(stream, position, times, prefix, options.batch_size)
-    if log_format == "csvlog":
-        return CsvReader(stream, position, times, options.batch_size)
-    return JsonlogReader(stream, position, times, options.batch_size)
 
 
 class LogIngest:
@@ -172,7 +160,9 @@ class LogIngest:
         large file on several cores, else read here (rows None: parsed when stored)."""
 
         def sequential(source: BinaryIO, start: Position) -> Iterator[Batch]:
-            return open_reader(log_format, source, start, self.options).batches()
+            times = TimeParser(self.options.log_timezone)
+            prefix, size = self.options.log_line_prefix, self.options.batch_size
+            return make_reader(log_format, source, start, times, prefix, size).batches()
 
         workers = self.options.workers
         if workers < 2 or path.stat().st_size < PARALLEL_FROM_BYTES:

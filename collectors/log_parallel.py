@@ -30,9 +30,9 @@ from dataclasses import dataclass
 from typing import BinaryIO
 
 from collectors.log_batches import BatchParser, ParsedBatch
-from collectors.log_formats import MAX_ENTRY, Batch, LogReader, Position, StderrReader
-from collectors.log_prefix import PrefixParser, TimeParser
-from collectors.log_records import CsvReader, JsonlogReader
+from collectors.log_formats import MAX_ENTRY, Batch, Position
+from collectors.log_prefix import TimeParser
+from collectors.log_records import make_reader
 from detector.errors import PlanshiftError
 
 CHUNK_BYTES = 8 << 20
@@ -64,16 +64,6 @@ class ChunkResult:
     open_at_end: bool  # a plan continues past the chunk: its successors must be reread
 
 
-def chunk_reader(spec: ChunkSpec, position: Position) -> LogReader:
-    empty = io.BytesIO(b"")
-    times = TimeParser(spec.log_timezone)
-    if spec.log_format == "stderr":
-        return StderrReader(empty, position, times, PrefixParser(spec.log_line_prefix))
-    if spec.log_format == "csvlog":
-        return CsvReader(empty, position, times)
-    return JsonlogReader(empty, position, times)
-
-
 _PARSER: BatchParser | None = None
 
 
@@ -99,7 +89,10 @@ def parse_chunk(spec: ChunkSpec, offset: int, line: int, chunk: bytes) -> ChunkR
     if _PARSER is None or (_PARSER.run_id, _PARSER.target_id) != (spec.run_id, spec.target_id):
         _PARSER = BatchParser(spec.run_id, spec.target_id)
     position = Position(offset, line, spec.high_offset, spec.pending_starts)
-    reader = chunk_reader(spec, position)
+    times = TimeParser(spec.log_timezone)
+    reader = make_reader(
+        spec.log_format, io.BytesIO(b""), position, times, spec.log_line_prefix, len(chunk)
+    )
     batch = reader.take_chunk(chunk)
     parsed = _PARSER.parse(batch.entries)
     parsed.to_columns(spec.column_types)

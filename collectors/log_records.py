@@ -11,18 +11,21 @@ from __future__ import annotations
 import csv
 import json
 import re
-from typing import Any
+from typing import Any, BinaryIO
 
 from collectors.log_formats import (
     _CSV_BOUNDARY,
     _CSV_RECORD_START,
     LogReader,
+    Position,
     Problem,
     RawEntry,
+    StderrReader,
     _int,
     _sample,
     is_plan_head,
 )
+from collectors.log_prefix import PrefixParser, TimeParser
 
 try:  # orjson is optional: 3-5x faster on large plans
     import orjson
@@ -142,3 +145,19 @@ class JsonlogReader(LogReader):
                 body,
             )
         )
+
+
+def make_reader(
+    log_format: str,
+    stream: BinaryIO,
+    position: Position,
+    times: TimeParser,
+    log_line_prefix: str | None,
+    batch_size: int,
+) -> LogReader:
+    """The reader of a log format (stderr needs the server's log_line_prefix, or None)."""
+    if log_format == "stderr":
+        return StderrReader(stream, position, times, PrefixParser(log_line_prefix), batch_size)
+    if log_format == "csvlog":
+        return CsvReader(stream, position, times, batch_size)
+    return JsonlogReader(stream, position, times, batch_size)
