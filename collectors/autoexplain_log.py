@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import gc
 import hashlib
+import multiprocessing
 import os
 import re
 from collections.abc import Callable, Iterator
@@ -54,7 +55,7 @@ class IngestOptions:
     log_format: str | None = None  # None: detect stderr / csvlog / jsonlog
     log_timezone: str | None = None  # for zone abbreviations other than UTC/GMT
     batch_size: int = 5000
-    workers: int = field(default_factory=lambda: os.cpu_count() or 1)  # < 2: this process only
+    workers: int = field(default_factory=lambda: usable_cores())  # < 2: this process only
 
 
 @dataclass
@@ -75,6 +76,13 @@ class FileReport:
         room = KEEP_PROBLEMS - len(self.problems)
         if room > 0:
             self.problems.extend(problems[:room])
+
+
+def usable_cores() -> int:
+    """Cores this process may run on (a container's CPU set, not the host's count)."""
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
 
 
 def query_name(sql: str) -> str:
@@ -165,7 +173,8 @@ class LogIngest:
             return make_reader(log_format, source, start, times, prefix, size).batches()
 
         workers = self.options.workers
-        if workers < 2 or path.stat().st_size < PARALLEL_FROM_BYTES:
+        small = path.stat().st_size < PARALLEL_FROM_BYTES
+        if workers < 2 or small or "forkserver" not in multiprocessing.get_all_start_methods():
             for batch in sequential(stream, position):
                 yield batch, None
             return
