@@ -142,7 +142,8 @@ class BatchParser:
             )
             known = self.fast_shapes[node] = (found, has_bitmap_heap_scan(doc.plan))
         found, bitmap = known
-        heap = heap_blocks(entry.body) if bitmap else (None, None)
+        analyzed = doc.plan.actual_rows is not None  # heap blocks come with ANALYZE only
+        heap = heap_blocks(entry.body) if bitmap and analyzed else (None, None)
         if heap is None:  # not integers: as the general path reads them
             summed: list[int | None] = [None, None]
             add_heap_blocks(read_entry(entry).document["Plan"], summed)
@@ -154,7 +155,7 @@ class BatchParser:
             execution if execution is not None else duration_of(entry.head), planning, None,
             *buffers, *heap, io_read, to_utc_naive(when),
         )  # fmt: skip
-        return row, identity.key, identity.sql, queryid, doc.plan.actual_rows is not None, shape
+        return row, identity.key, identity.sql, queryid, analyzed, shape
 
     def _row(
         self, logged: LoggedPlan, key: str, params: str, when: datetime

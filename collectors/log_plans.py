@@ -77,8 +77,14 @@ def plan_json_text(raw: bytes | str) -> str:
 
 def duration_of(head: str) -> float | None:
     """The `duration: 1.234 ms` of an auto_explain message's first line."""
+    end = head.find(" ms", 10)
+    if head.startswith("duration: ") and end > 10 and head[10:end].replace(".", "", 1).isdigit():
+        return float(head[10:end])
     match = _DURATION.match(head)
-    return float(match.group(1)) if match else None
+    try:
+        return float(match.group(1)) if match else None
+    except ValueError:  # `1.2.3`: a damaged line
+        return None
 
 
 @dataclass(frozen=True)

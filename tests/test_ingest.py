@@ -17,6 +17,7 @@ from typer.testing import CliRunner
 from collectors import log_batches
 from collectors.autoexplain_log import IngestOptions, LogIngest
 from collectors.installations import find_installation
+from collectors.log_plans import duration_of
 from detector.cli import app
 from detector.errors import PlanshiftError
 from detector.store import OBSERVATION_COLUMNS, Store
@@ -226,3 +227,11 @@ def test_cli_ingest_and_its_report(live_logs: Callable[[int], Path], tmp_path: P
         (files,) = db.log_files()
         assert files.plans == expected_plans() * len(MODES) and files.problems == 0
         assert json.loads(json.dumps(list(files.pending_starts))) == []
+
+
+def test_duration_of_an_entry_head() -> None:
+    assert duration_of("duration: 0.013 ms  plan:") == 0.013
+    assert duration_of("duration: 12 ms  plan:") == 12.0
+    assert duration_of("duration: .5 ms  plan:") == 0.5
+    for damaged in ("duration: 1.2.3 ms  plan:", "duration: ms  plan:", "statement: SELECT 1"):
+        assert duration_of(damaged) is None
