@@ -216,5 +216,8 @@ class TimeParser:
             zone = self.zone
         return moment.replace(tzinfo=zone).astimezone(UTC).replace(tzinfo=None)
 
-    def epoch(self, text: str) -> datetime:
-        return datetime.fromtimestamp(float(text), UTC).replace(tzinfo=None)
+    def epoch(self, text: str) -> datetime | None:
+        try:
+            return datetime.fromtimestamp(float(text), UTC).replace(tzinfo=None)
+        except (ValueError, OverflowError, OSError):  # digits damaged past year 9999
+            return None

@@ -8,6 +8,7 @@ import json
 import shutil
 import sys
 from collections.abc import Callable
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +19,7 @@ from collectors import log_batches
 from collectors.autoexplain_log import IngestOptions, LogIngest
 from collectors.installations import find_installation
 from collectors.log_plans import duration_of
+from collectors.log_prefix import TimeParser
 from detector.cli import app
 from detector.errors import PlanshiftError
 from detector.store import OBSERVATION_COLUMNS, Store
@@ -229,9 +231,13 @@ def test_cli_ingest_and_its_report(live_logs: Callable[[int], Path], tmp_path: P
         assert json.loads(json.dumps(list(files.pending_starts))) == []
 
 
-def test_duration_of_an_entry_head() -> None:
+def test_damaged_durations_and_times_read_as_missing() -> None:
     assert duration_of("duration: 0.013 ms  plan:") == 0.013
     assert duration_of("duration: 12 ms  plan:") == 12.0
     assert duration_of("duration: .5 ms  plan:") == 0.5
     for damaged in ("duration: 1.2.3 ms  plan:", "duration: ms  plan:", "statement: SELECT 1"):
         assert duration_of(damaged) is None
+    times = TimeParser()
+    assert times.epoch("1700000000.5") == datetime(2023, 11, 14, 22, 13, 20, 500000)
+    assert times.epoch("9" * 20) is None  # %n digits damaged past year 9999
+    assert times.parse("2026-13-45 25:61:00.000 UTC") is None
