@@ -4,7 +4,8 @@ A log file is known by the SHA-256 of its first bytes (up to 64 KiB), so a renam
 file is recognized; its ledger row says where the last ingest stopped. Each batch of entries
 is stored with the ledger update in one transaction (`Store.add_log_batch`): killing the
 ingest at any point loses at most the batch in flight, and rerunning continues from the
-ledger. Re-ingesting an unchanged file stores nothing.
+ledger. Re-ingesting an unchanged file stores nothing. Files over PARALLEL_FROM_BYTES are parsed
+by worker processes (`log_parallel`), with the same result.
 """
 
 from __future__ import annotations

@@ -1,9 +1,11 @@
 """Ingest of a large log on every core: chunks cut at entry boundaries, parsed by workers.
 
-The ingest process reads the file in 4 MiB chunks, each cut after the last entry boundary it
+The ingest process reads the file in 8 MiB chunks, each cut after the last entry boundary it
 holds (a line that does not continue the previous entry), and counts their lines; worker
-processes turn each chunk into store rows (segmenting, prefixes, JSON); the ingest process
-stores the batches in file order, one transaction each, as a sequential read would.
+processes (started by a fork server that preloads only this module's imports, not the CLI or
+DuckDB connection of the ingest process) turn each chunk into store rows as numpy columns
+(segmenting, prefixes, JSON); the ingest process inserts the batches in file order, one
+transaction each, as a sequential read would.
 
 A worker reads its chunk as if nothing were open at its start. That holds as long as every
 earlier chunk ended with no plan left open, which is the case unless backends interleaved a
