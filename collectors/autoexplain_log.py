@@ -24,26 +24,19 @@ from collectors.log_batches import BatchParser, ParsedBatch
 from collectors.log_formats import (
     FORMATS,
     Batch,
-    LogReader,
     Position,
     Problem,
-    StderrReader,
     detect_format,
     open_log,
 )
 from collectors.log_parallel import ChunkSpec, ParallelRead
 from collectors.log_prefix import PrefixParser, TimeParser
-from collectors.log_records import CsvReader, JsonlogReader, make_reader
+from collectors.log_records import READERS, make_reader
 from detector.errors import PlanshiftError
 from detector.store import LedgerUpdate, LogFileRecord, Store
 
 HEAD_BYTES = 64 << 10
 PARALLEL_FROM_BYTES = 32 << 20  # smaller files: starting the workers costs more than it saves
-READERS: dict[str, type[LogReader]] = {
-    "stderr": StderrReader,
-    "csvlog": CsvReader,
-    "jsonlog": JsonlogReader,
-}
 KEEP_PROBLEMS = 20  # per file, in the report (the store keeps them all)
 _SPACES = re.compile(r"\s+")
 
@@ -102,7 +95,7 @@ class LogIngest:
         self.store = store
         self.target_id = target_id
         self.options = options
-        self.prefix = PrefixParser(options.log_line_prefix)
+        PrefixParser(options.log_line_prefix)  # a bad prefix fails here, before any file
         self.known_queries: set[str] = set(store.queries())
         runs = [t.run_id for t in store.targets() if t.target_id == target_id]
         if not runs:
@@ -189,7 +182,7 @@ class LogIngest:
             position.pending_starts,
             self.column_types,
         )
-        boundary = READERS[log_format].boundary
+        boundary = READERS[log_format].boundary  # where the parallel read may cut
         yield from ParallelRead(stream, position, spec, boundary, workers, sequential).batches()
 
     def _store_batch(

@@ -147,6 +147,13 @@ class JsonlogReader(LogReader):
         )
 
 
+READERS: dict[str, type[LogReader]] = {
+    "stderr": StderrReader,
+    "csvlog": CsvReader,
+    "jsonlog": JsonlogReader,
+}
+
+
 def make_reader(
     log_format: str,
     stream: BinaryIO,
