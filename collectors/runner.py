@@ -5,30 +5,31 @@ the same parameter values on every side, so drift (cache, autovacuum, a noisy ne
 all sides alike; the side that goes first rotates, so the cache one execution warms for the
 next favours no side. Each statement runs as `EXPLAIN (ANALYZE, BUFFERS, SETTINGS, FORMAT JSON)` in a
 transaction that is always rolled back, with the variant's GUCs set by
-`set_config(name, value, true)` inside that transaction.
+`set_config(name, value, true)` inside that transaction, in a session of its own per side
+(collectors/session.py says how a statement is kept from ending that transaction).
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import random
 import socket
-import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
 import psycopg
-from psycopg.types.string import TextLoader
 
 from collectors.server_info import describe_server
+from collectors.session import connect, one_statement, reset_session
 from collectors.targets import Server
 from detector import __version__
 from detector.errors import PlanshiftError
-from detector.model import Observation, parse_plan
+from detector.model import Observation, Plan, parse_plan
 from detector.store import Store
-from detector.workload import Query, Workload
+from detector.workload import Query, Workload, setup_relations, statement_count
 
 EXPLAIN = "EXPLAIN (ANALYZE, BUFFERS, SETTINGS, FORMAT JSON) "
 GENERIC_EXPLAIN = "EXPLAIN (GENERIC_PLAN, SETTINGS, FORMAT JSON) "
@@ -47,6 +48,20 @@ class Side:
     connection: psycopg.Connection[Any]
     target_id: int = 0
     name: str = ""
+    # per query: the planner settings EXPLAIN (SETTINGS) showed for its first measured plan on
+    # this side; every later plan must show the same, or something changed settings mid-run
+    settings: dict[str, Mapping[str, str]] = field(default_factory=dict)
+
+    def check_settings(self, plan: Plan, query: str) -> None:
+        first = self.settings.setdefault(query, plan.settings)
+        if plan.settings != first:
+            changed = sorted(set(plan.settings.items()) ^ set(first.items()))
+            raise PlanshiftError(
+                f"the planner settings of {self.name} changed during the run, at query {query}: "
+                f"{', '.join(f'{k}={v}' for k, v in changed)}",
+                "something outside planshift (ALTER SYSTEM and a reload, ALTER DATABASE) changed "
+                "settings; rerun on a server nobody else reconfigures meanwhile",
+            )
 
 
 @dataclass(frozen=True)
@@ -56,6 +71,7 @@ class RunOptions:
     warmup: int | None = None
     statement_timeout: str = "60s"
     queries: tuple[str, ...] = ()  # only these query names (default: all)
+    setup_on_dsn: bool = False  # run the workload's [setup] on --dsn servers too
     side_names: dict[tuple[str, str], str] = field(default_factory=dict)
 
 
@@ -69,33 +85,36 @@ def side_name(server: str, variant: str, servers: int, variants: int) -> str:
 
 
 def query_key(query: Query) -> str:
-    """Identity of a workload query: libpg_query fingerprint of its SQL with literals removed."""
-    from pglast.parser import ParseError, fingerprint
+    """Identity of a workload query: its name (a sweep point is a column of its own).
 
-    sql = query.sql
-    for i, name in enumerate(sorted({p.name for p in query.params} | _sweep(query)), start=1):
-        sql = sql.replace(f"%({name})s", f"${i}")
-    try:
-        return str(fingerprint(sql))
-    except ParseError:
-        return "name:" + query.name
+    Two queries that differ only in constants or comments are still two queries; matching the
+    same SQL across sources (logs, pg_stat_statements) is the text fingerprint's job.
+    """
+    return hashlib.sha256(f"workload-query:{query.name}".encode()).hexdigest()[:16]
 
 
-def _sweep(query: Query) -> set[str]:
-    return {query.sweep.param} if query.sweep else set()
-
-
-def _connect(server: Server) -> psycopg.Connection[Any]:
-    try:
-        conn = psycopg.connect(
-            server.conninfo, autocommit=True, cursor_factory=psycopg.ClientCursor
-        )
-    except psycopg.OperationalError as exc:
+def _prepare_server(
+    server: Server, conn: psycopg.Connection[Any], workload: Workload, run_setup_on_dsn: bool
+) -> None:
+    """Run the workload's setup on embedded clusters; on a --dsn server only when asked,
+    otherwise check that the relations the setup would create are there."""
+    if server.source != "dsn" or run_setup_on_dsn or workload.setup_on_dsn:
+        _run_setup(server, conn, workload.setup)
+        return
+    relations = setup_relations(workload.setup)
+    if not relations:
+        return
+    rows = conn.execute(
+        "SELECT name FROM unnest(%s::text[]) AS name WHERE to_regclass(name) IS NULL", [relations]
+    ).fetchall()
+    missing = [str(row[0]) for row in rows]
+    if missing:
         raise PlanshiftError(
-            f"cannot connect to target {server.name} ({server.redacted}): {str(exc).strip()}"
-        ) from exc
-    conn.adapters.register_loader("json", TextLoader)
-    return conn
+            f"target {server.name} ({server.redacted}) lacks {', '.join(missing)}, which the "
+            "workload's [setup] creates; planshift does not run setup on a --dsn server unasked",
+            'create them yourself, or pass --setup (or [setup] on_dsn = "run") to run the '
+            "workload's setup SQL on that server",
+        )
 
 
 def _run_setup(server: Server, conn: psycopg.Connection[Any], statements: Sequence[str]) -> None:
@@ -109,19 +128,12 @@ def _run_setup(server: Server, conn: psycopg.Connection[Any], statements: Sequen
             ) from exc
 
 
-def _execute(side: Side, sql: str, params: dict[str, Any], timeout: str) -> tuple[str, float]:
+def _explain(side: Side, query: Query, params: dict[str, Any], timeout: str) -> tuple[str, float]:
     gucs = {"statement_timeout": timeout, **side.gucs}
-    setters = ", ".join("set_config(%s, %s, true)" for _ in gucs)
-    flat = [item for pair in gucs.items() for item in pair]
-    with side.connection.cursor() as cur, side.connection.transaction(force_rollback=True):
-        cur.execute(f"SELECT {setters}", flat)
-        started = time.perf_counter()
-        cur.execute(EXPLAIN + sql, params)
-        row = cur.fetchone()
-        client_ms = (time.perf_counter() - started) * 1000.0
-    if row is None:
-        raise PlanshiftError("EXPLAIN returned no row")
-    return str(row[0]), client_ms
+    # a query without placeholders is sent as written: `LIKE 'PROMO%'` keeps its `%`
+    bound = params if query.placeholders else None
+    value, client_ms = one_statement(side.connection, EXPLAIN + query.sql, bound, gucs)
+    return str(value), client_ms
 
 
 def _generic_plan(side: Side, sql: str, timeout: str) -> str:
@@ -129,33 +141,42 @@ def _generic_plan(side: Side, sql: str, timeout: str) -> str:
 
     PostgreSQL 16+ has EXPLAIN (GENERIC_PLAN); before that, PREPARE the statement and EXPLAIN
     EXECUTE it with NULL arguments under plan_cache_mode = force_generic_plan, which plans
-    without looking at the argument values.
+    without looking at the argument values; pipeline mode sends the PREPARE with the extended
+    protocol, which keeps it a single statement.
     """
     gucs = {"statement_timeout": timeout, **side.gucs}
     version = int(side.server.info.get("server_version_num") or 0)
     conn = side.connection
-    with conn.cursor() as cur, conn.transaction(force_rollback=True):
-        if version < 160000:
-            gucs["plan_cache_mode"] = "force_generic_plan"
-        setters = ", ".join("set_config(%s, %s, true)" for _ in gucs)
-        cur.execute(f"SELECT {setters}", [item for pair in gucs.items() for item in pair])
-        if version >= 160000:
+    setters = ", ".join("set_config(%s, %s, true)" for _ in gucs)
+    if version >= 160000:
+        # the extended protocol would ask for values of the $n placeholders: this one statement
+        # goes as a simple query, so the parser must first find exactly one statement in it
+        if statement_count(sql) != 1:
+            raise PlanshiftError("a generic_plan query must be exactly one statement")
+        with conn.cursor() as cur, conn.transaction(force_rollback=True):
+            cur.execute(f"SELECT {setters}", [item for pair in gucs.items() for item in pair])
             cur.execute(GENERIC_EXPLAIN + sql)
             row = cur.fetchone()
-        else:
-            cur.execute(f"PREPARE {PREPARED_NAME} AS {sql}")
-            try:
-                cur.execute(
-                    "SELECT cardinality(parameter_types) FROM pg_prepared_statements WHERE name = %s",
-                    [PREPARED_NAME],
-                )
-                count_row = cur.fetchone()
-                nulls = ", ".join(["NULL"] * int(count_row[0] if count_row else 0))
-                arguments = f"({nulls})" if nulls else ""
-                cur.execute(f"EXPLAIN (SETTINGS, FORMAT JSON) EXECUTE {PREPARED_NAME}{arguments}")
-                row = cur.fetchone()
-            finally:
-                cur.execute(f"DEALLOCATE {PREPARED_NAME}")
+        if row is None:
+            raise PlanshiftError("EXPLAIN returned no row")
+        return str(row[0])
+    gucs["plan_cache_mode"] = "force_generic_plan"
+    setters = ", ".join("set_config(%s, %s, true)" for _ in gucs)
+    with conn.pipeline(), conn.cursor() as cur, conn.transaction(force_rollback=True):
+        cur.execute(f"SELECT {setters}", [item for pair in gucs.items() for item in pair])
+        cur.execute(f"PREPARE {PREPARED_NAME} AS {sql}")
+        try:
+            cur.execute(
+                "SELECT cardinality(parameter_types) FROM pg_prepared_statements WHERE name = %s",
+                [PREPARED_NAME],
+            )
+            count_row = cur.fetchone()
+            nulls = ", ".join(["NULL"] * int(count_row[0] if count_row else 0))
+            arguments = f"({nulls})" if nulls else ""
+            cur.execute(f"EXPLAIN (SETTINGS, FORMAT JSON) EXECUTE {PREPARED_NAME}{arguments}")
+            row = cur.fetchone()
+        finally:
+            cur.execute(f"DEALLOCATE {PREPARED_NAME}")
     if row is None:
         raise PlanshiftError("EXPLAIN returned no row")
     return str(row[0])
@@ -215,11 +236,12 @@ def run_workload(
     sides: list[Side] = []
     try:
         for server in servers:
-            conn = _connect(server)
-            _run_setup(server, conn, workload.setup)
-            server.info.update(describe_server(conn))
+            with connect(server) as conn:
+                _prepare_server(server, conn, workload, options.setup_on_dsn)
+                server.info.update(describe_server(conn))
+            # a session per side: nothing one side's statements leave behind reaches another
             for variant, gucs in workload.variants.items():
-                sides.append(Side(server, variant, dict(gucs), conn))
+                sides.append(Side(server, variant, dict(gucs), connect(server)))
         for side in sides:
             side.name = side_name(
                 side.server.name, side.variant, len(servers), len(workload.variants)
@@ -239,13 +261,15 @@ def run_workload(
                 store.add_observations(
                     _measure(workload, query, key, point, fixed, sides, options, progress)
                 )
+            for side in sides:
+                reset_session(side.connection, f"query {query.name} on {side.name}")
         store.finish_run(run_id)
     except BaseException:
         store.finish_run(run_id, "failed")
         raise
     finally:
-        for conn in {id(s.connection): s.connection for s in sides}.values():
-            conn.close()
+        for side in sides:
+            side.connection.close()
     return run_id
 
 
@@ -274,7 +298,7 @@ def _measure(
         for recorded in passes:
             for side in rotated(sides, index):
                 try:
-                    plan_json, client_ms = _execute(side, query.sql, params, options.statement_timeout)
+                    plan_json, client_ms = _explain(side, query, params, options.statement_timeout)
                 except psycopg.Error as exc:
                     raise PlanshiftError(
                         f"query {query.name} failed on {side.name}: {str(exc).strip()}",
@@ -283,9 +307,11 @@ def _measure(
                 if progress is not None:
                     progress(f"{query.name} {point or ''}".strip(), 1)
                 if recorded:
-                    observations.append(
-                        _observation(side, key, params, plan_json, client_ms, index - warmup, point)
+                    observation = _observation(
+                        side, key, params, plan_json, client_ms, index - warmup, point
                     )
+                    side.check_settings(observation.plan, f"{query.name} {point or ''}".strip())
+                    observations.append(observation)
     return observations
 
 

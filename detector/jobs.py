@@ -8,6 +8,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
 from collectors.runner import ProgressCallback, RunOptions, plan_count, run_workload
@@ -42,7 +43,7 @@ def progress_bar(console: Console, total: int) -> Iterator[ProgressCallback | No
         task = progress.add_task("starting", total=total)
 
         def advance(description: str, steps: int) -> None:
-            progress.update(task, advance=steps, description=description)
+            progress.update(task, advance=steps, description=escape(description))
 
         yield advance
 
@@ -62,7 +63,15 @@ def execute_run(
     console: Console,
     variants: Mapping[str, Mapping[str, str]] | None = None,
     only_variants: Sequence[str] = (),
+    setup_on_dsn: bool = False,
 ) -> int:
+    if repetitions is not None and repetitions < 1:
+        raise PlanshiftError(
+            f"--repetitions {repetitions}: expected a positive number",
+            "for example --repetitions 20",
+        )
+    if warmup is not None and warmup < 0:
+        raise PlanshiftError(f"--warmup {warmup}: expected 0 or more", "for example --warmup 3")
     workload = load_workload(workload_path)
     if variants is not None:
         workload = replace(workload, variants=variants)
@@ -77,7 +86,11 @@ def execute_run(
     dsn_map = dict(parse_dsn_option(text) for text in dsns)
     specs = resolve_target_specs(workload.targets, targets, dsn_map)
     options = RunOptions(
-        label=label, repetitions=repetitions, warmup=warmup, queries=tuple(queries)
+        label=label,
+        repetitions=repetitions,
+        warmup=warmup,
+        queries=tuple(queries),
+        setup_on_dsn=setup_on_dsn,
     )
     sides = len(specs) * len(workload.variants)
     with (
@@ -88,7 +101,8 @@ def execute_run(
         names = ", ".join(s.name for s in servers)
         console.print(
             f"running {workload.name}: {len(workload.queries)} queries on {names} "
-            f"x variants {', '.join(workload.variants)}"
+            f"x variants {', '.join(workload.variants)}",
+            markup=False,
         )
         run_id = run_workload(workload, servers, store, options, progress)
     for server in servers:
@@ -154,7 +168,9 @@ def compare_and_report(
     if save:
         comparison_id = save_comparison(store_path, result)
         # stderr: stdout may carry the JSON report
-        Console(stderr=True).print(f"comparison {comparison_id} saved in {store_path}", highlight=False)
+        Console(stderr=True).print(
+            f"comparison {comparison_id} saved in {store_path}", highlight=False
+        )
     write_reports(result, specs, fail_on=gate, console=console, verbose=verbose)
     worst = result.worst_severity()
     return worst.value if worst else None
@@ -210,7 +226,9 @@ def census_from_store(
     with Store(store_path, read_only=True) as store:
         run = run_id if run_id is not None else store.latest_run_id()
         if run is None:
-            raise PlanshiftError(f"no complete run in {store_path}", "run `planshift run WORKLOAD.toml` first")
+            raise PlanshiftError(
+                f"no complete run in {store_path}", "run `planshift run WORKLOAD.toml` first"
+            )
         records = store.targets([run])
         if not records:
             raise PlanshiftError(f"run {run} not found in {store_path}", "see `planshift runs`")

@@ -6,10 +6,12 @@ Every problem is reported as a PlanshiftError naming the file and the key, e.g.
 
 from __future__ import annotations
 
+import difflib
 import hashlib
 import random
+import re
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -58,6 +60,11 @@ class Query:
     repetitions: int | None = None
     generic_plan: bool = False  # plan-only: EXPLAIN (GENERIC_PLAN) of SQL with $n, no timings
 
+    @property
+    def placeholders(self) -> bool:
+        """Whether the SQL has `%(name)s` placeholders (else it is sent exactly as written)."""
+        return bool(self.params or self.sweep)
+
     def points(self) -> list[tuple[str | None, dict[str, Any]]]:
         """(label, fixed parameter values) per sweep point; one unlabelled point without a sweep."""
         if self.sweep is None:
@@ -96,12 +103,31 @@ class Workload:
     seed: int
     content_hash: str
     prime: bool = True  # run each sample's parameters once, unmeasured, on every side first
+    setup_on_dsn: bool = False  # [setup] on_dsn = "run": setup runs on --dsn servers too
 
     def query(self, name: str) -> Query:
         for query in self.queries:
             if query.name == name:
                 return query
         raise PlanshiftError(f"{self.path.name}: no query named {name!r}")
+
+
+# every table of a workload file and the keys it may hold; anything else is a typo
+SECTIONS = ("workload", "setup", "queries", "variants", "targets")
+KEYS = {
+    "workload": ("name", "description", "repetitions", "warmup", "seed", "prime"),
+    "setup": ("sql", "files", "on_dsn"),
+    "query": ("name", "sql", "params", "sweep", "repetitions", "generic_plan"),
+    "sweep": ("param", "values"),
+    "target": ("name", "postgres", "dsn_env", "settings"),
+}
+GUC_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)?")
+
+
+def did_you_mean(word: str, choices: Sequence[str]) -> str:
+    close = difflib.get_close_matches(word, choices, n=1)
+    known = f"known: {', '.join(choices)}"
+    return f"did you mean {close[0]!r}? ({known})" if close else known
 
 
 class _Reader:
@@ -111,27 +137,51 @@ class _Reader:
     def fail(self, key: str, problem: str, hint: str | None = None) -> PlanshiftError:
         return PlanshiftError(f"{self.file}: {key}: {problem}", hint)
 
+    def strict(self, data: Mapping[str, Any], kind: str, where: str) -> None:
+        for key in data:
+            if key not in KEYS[kind]:
+                raise self.fail(f"{where}{key}", "unknown key", did_you_mean(key, KEYS[kind]))
+
     def table(self, data: Mapping[str, Any], key: str, where: str) -> Mapping[str, Any]:
         value = data.get(key, {})
         if not isinstance(value, Mapping):
             raise self.fail(f"{where}{key}", f"expected a table, got {type(value).__name__}")
         return value
 
-    def positive_int(self, data: Mapping[str, Any], key: str, where: str, default: int) -> int:
+    def count(self, data: Mapping[str, Any], key: str, where: str, default: int, least: int) -> int:
         value = data.get(key, default)
-        if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-            raise self.fail(f"{where}{key}", f"expected a non-negative integer, got {value!r}")
+        if not isinstance(value, int) or isinstance(value, bool) or value < least:
+            kind = "a positive" if least > 0 else "a non-negative"
+            raise self.fail(f"{where}{key}", f"expected {kind} integer, got {value!r}")
+        return value
+
+    def text(self, data: Mapping[str, Any], key: str, where: str, default: str) -> str:
+        value = data.get(key, default)
+        if not isinstance(value, str):
+            raise self.fail(f"{where}{key}", f"expected a string, got {value!r}")
         return value
 
     def gucs(self, data: Mapping[str, Any], where: str) -> dict[str, str]:
         gucs: dict[str, str] = {}
         for name, value in data.items():
+            if not GUC_NAME.fullmatch(name):
+                raise self.fail(f"{where}.{name}", "not a setting name")
             if not isinstance(value, (str, int, float, bool)):
                 raise self.fail(
                     f"{where}.{name}", f"a setting value must be a scalar, got {value!r}"
                 )
             gucs[name] = ("on" if value else "off") if isinstance(value, bool) else str(value)
         return gucs
+
+    def single_statement(self, sql: str, key: str) -> None:
+        count = statement_count(re.sub(r"%\((\w+)\)s", "0", sql))
+        if count > 1:
+            raise self.fail(
+                key,
+                f"{count} statements in one query",
+                "a query is one statement; planshift runs it in a transaction it rolls back, and "
+                "the protocol it uses refuses several commands in one string",
+            )
 
     def param(self, name: str, spec: Any, where: str) -> ParamSpec:
         key = f"{where}.{name}"
@@ -163,13 +213,15 @@ class _Reader:
         where = f"queries[{index}]"
         if not isinstance(raw, Mapping):
             raise self.fail(where, "expected a table ([[queries]])")
+        self.strict(raw, "query", f"{where}.")
         name, sql = raw.get("name"), raw.get("sql")
-        if not isinstance(name, str) or not name:
+        if not isinstance(name, str) or not name.strip():
             raise self.fail(f"{where}.name", "missing or not a string")
         if name in names:
             raise self.fail(f"{where}.name", f"duplicate query name {name!r}")
         if not isinstance(sql, str) or not sql.strip():
             raise self.fail(f"{where}.sql", "missing or empty")
+        self.single_statement(sql, f"{where}.sql")
         params = tuple(
             self.param(p, s, f"{where}.params")
             for p, s in self.table(raw, "params", f"{where}.").items()
@@ -177,6 +229,7 @@ class _Reader:
         sweep = None
         if "sweep" in raw:
             sweep_raw = self.table(raw, "sweep", f"{where}.")
+            self.strict(sweep_raw, "sweep", f"{where}.sweep.")
             param, values = sweep_raw.get("param"), sweep_raw.get("values")
             if not isinstance(param, str) or not isinstance(values, list) or not values:
                 raise self.fail(f"{where}.sweep", 'needs param = "name" and values = [...]')
@@ -190,8 +243,8 @@ class _Reader:
                     f"add [queries.params] {placeholder} = {{ range = [1, 100] }} or a sweep",
                 )
         reps = raw.get("repetitions")
-        if reps is not None and (not isinstance(reps, int) or reps < 1):
-            raise self.fail(f"{where}.repetitions", f"expected a positive integer, got {reps!r}")
+        if reps is not None:
+            reps = self.count(raw, "repetitions", f"{where}.", 1, least=1)
         generic = raw.get("generic_plan", False)
         if not isinstance(generic, bool):
             raise self.fail(f"{where}.generic_plan", f"expected true or false, got {generic!r}")
@@ -221,7 +274,12 @@ class _Reader:
                 "DSNs do not belong in workload files (they carry passwords)",
                 'use dsn_env = "ENV_VAR_NAME", or --dsn NAME=DSN on the command line',
             )
+        self.strict(raw, "target", f"{where}.")
         postgres, dsn_env = raw.get("postgres"), raw.get("dsn_env")
+        if dsn_env is not None and not isinstance(dsn_env, str):
+            raise self.fail(f"{where}.dsn_env", "expected the name of an environment variable")
+        if postgres is not None and not isinstance(postgres, (str, int)):
+            raise self.fail(f"{where}.postgres", 'expected a version ("15") or a bindir')
         if (postgres is None) == (dsn_env is None):
             raise self.fail(where, 'give exactly one of postgres = "15" or dsn_env = "VAR"')
         settings = self.gucs(self.table(raw, "settings", f"{where}."), f"{where}.settings")
@@ -241,8 +299,6 @@ def _flag(reader: _Reader, head: Mapping[str, Any], key: str, default: bool) -> 
 
 
 def _placeholders(sql: str) -> list[str]:
-    import re
-
     return re.findall(r"%\((\w+)\)s", sql)
 
 
@@ -257,38 +313,47 @@ def load_workload(path: str | Path) -> Workload:
         data = tomllib.loads(raw_bytes.decode("utf-8"))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise PlanshiftError(f"{path.name}: not valid TOML: {exc}") from exc
-    known = {"workload", "setup", "queries", "variants", "targets"}
     for key in data:
-        if key not in known:
-            raise reader.fail(key, "unknown section", f"known sections: {', '.join(sorted(known))}")
+        if key not in SECTIONS:
+            raise reader.fail(key, "unknown section", did_you_mean(key, SECTIONS))
     head = reader.table(data, "workload", "")
+    reader.strict(head, "workload", "workload.")
     setup = reader.table(data, "setup", "")
+    reader.strict(setup, "setup", "setup.")
+    on_dsn = reader.text(setup, "on_dsn", "setup.", "check")
+    if on_dsn not in ("check", "run"):
+        raise reader.fail(
+            "setup.on_dsn",
+            f'expected "check" or "run", got {on_dsn!r}',
+            '"check" (default) only checks a --dsn server has the tables; "run" runs the setup there',
+        )
     statements = _setup_statements(reader, setup, path.parent)
     raw_queries = data.get("queries", [])
     if not isinstance(raw_queries, list) or not raw_queries:
         raise reader.fail("queries", "no [[queries]] defined", "add at least one [[queries]] table")
     names: set[str] = set()
     queries = tuple(reader.query(q, i, names) for i, q in enumerate(raw_queries))
-    variants = {
-        name: reader.gucs(gucs if isinstance(gucs, Mapping) else {}, f"variants.{name}")
-        for name, gucs in reader.table(data, "variants", "").items()
-    } or {"default": {}}
+    variants: dict[str, Mapping[str, str]] = {}
+    declared = reader.table(data, "variants", "")
+    for name in declared:
+        variants[name] = reader.gucs(reader.table(declared, name, "variants."), f"variants.{name}")
     raw_targets = data.get("targets", [])
     if not isinstance(raw_targets, list):
         raise reader.fail("targets", "expected [[targets]] tables")
     targets = tuple(reader.target(t, i) for i, t in enumerate(raw_targets))
     return Workload(
         path=path,
-        name=str(head.get("name", path.stem)),
-        description=str(head.get("description", "")),
+        name=reader.text(head, "name", "workload.", path.stem),
+        description=reader.text(head, "description", "workload.", ""),
         setup=statements,
         queries=queries,
-        variants=variants,
+        variants=variants or {"default": {}},
         targets=targets,
-        repetitions=reader.positive_int(head, "repetitions", "workload.", 20) or 1,
-        warmup=reader.positive_int(head, "warmup", "workload.", 3),
-        seed=reader.positive_int(head, "seed", "workload.", 42),
+        repetitions=reader.count(head, "repetitions", "workload.", 20, least=1),
+        warmup=reader.count(head, "warmup", "workload.", 3, least=0),
+        seed=reader.count(head, "seed", "workload.", 42, least=0),
         prime=_flag(reader, head, "prime", True),
+        setup_on_dsn=on_dsn == "run",
         content_hash=hashlib.sha256(raw_bytes).hexdigest()[:16],
     )
 
@@ -297,16 +362,15 @@ def _setup_statements(reader: _Reader, setup: Mapping[str, Any], base: Path) -> 
     from pglast import split
     from pglast.parser import ParseError
 
-    chunks: list[str] = []
-    sql = setup.get("sql", "")
-    if not isinstance(sql, str):
-        raise reader.fail("setup.sql", "expected a string")
-    chunks.append(sql)
-    for i, name in enumerate(setup.get("files", [])):
+    chunks: list[str] = [reader.text(setup, "sql", "setup.", "")]
+    files = setup.get("files", [])
+    if not isinstance(files, list):
+        raise reader.fail("setup.files", "expected a list of file names")
+    for i, name in enumerate(files):
         try:
             chunks.append((base / str(name)).read_text())
-        except OSError as exc:
-            raise reader.fail(f"setup.files[{i}]", f"cannot read {name}: {exc.strerror}") from exc
+        except (OSError, UnicodeDecodeError) as exc:
+            raise reader.fail(f"setup.files[{i}]", f"cannot read {name}: {exc}") from exc
     statements: list[str] = []
     for chunk in chunks:
         try:
@@ -314,3 +378,43 @@ def _setup_statements(reader: _Reader, setup: Mapping[str, Any], base: Path) -> 
         except ParseError as exc:
             raise reader.fail("setup.sql", f"SQL syntax error: {exc}") from exc
     return tuple(statements)
+
+
+def statement_count(sql: str) -> int:
+    """How many statements PostgreSQL's own parser finds in SQL; 1 when it cannot parse it
+    (the server then reports the syntax error, with its position)."""
+    from pglast import split
+    from pglast.parser import ParseError
+
+    try:
+        return len(split(sql, with_parser=True))
+    except ParseError:
+        return 1
+
+
+def setup_relations(statements: Sequence[str]) -> list[str]:
+    """Tables, views and indexes the setup statements create, schema-qualified when written so."""
+    from pglast import ast, parse_sql
+    from pglast.parser import ParseError
+
+    names: list[str] = []
+    for statement in statements:
+        try:
+            parsed = parse_sql(statement)
+        except ParseError:
+            continue
+        for raw in parsed:
+            node = raw.stmt
+            relation = None
+            if isinstance(node, ast.CreateStmt | ast.ViewStmt):
+                relation = node.relation if isinstance(node, ast.CreateStmt) else node.view
+            elif isinstance(node, ast.CreateTableAsStmt) and node.into is not None:
+                relation = node.into.rel
+            elif isinstance(node, ast.IndexStmt) and node.idxname:
+                index = str(node.idxname)
+                schema = node.relation.schemaname if node.relation is not None else None
+                names.append(f"{schema}.{index}" if schema else index)
+            if relation is not None and relation.relpersistence != "t":
+                schema = relation.schemaname
+                names.append(f"{schema}.{relation.relname}" if schema else relation.relname)
+    return list(dict.fromkeys(names))

@@ -43,7 +43,7 @@ def test_generic_plans_are_plan_only_on_15_and_18(
     specs = resolve_target_specs(workload.targets, ["old", "new"], dsns)
     with Store(tmp_path / "s.duckdb") as store:
         with open_servers(specs, dsns=dsns) as servers:
-            run_id = run_workload(workload, servers, store, RunOptions())
+            run_id = run_workload(workload, servers, store, RunOptions(setup_on_dsn=True))
         base, cand = resolve_side(store, "old", run_id), resolve_side(store, "new", run_id)
         rows = store.observations([base.target_id, cand.target_id])
         assert len(rows) == 2, "one plan per side, whatever the repetitions"

@@ -54,7 +54,7 @@ def run(tmp_path: Path, conninfo: str, text: str = WORKLOAD) -> tuple[Store, int
     specs = resolve_target_specs(workload.targets, [], {"local": conninfo})
     store = Store(tmp_path / "store.duckdb")
     with open_servers(specs, dsns={"local": conninfo}) as servers:
-        run_id = run_workload(workload, servers, store, RunOptions())
+        run_id = run_workload(workload, servers, store, RunOptions(setup_on_dsn=True))
     return store, run_id
 
 
@@ -161,10 +161,20 @@ def test_plan_count_matches_the_executions_run(
     workload = load_workload(path)
     conninfo = fresh_db(pg15)
     executed: list[str] = []
-    with Store(tmp_path / "s.duckdb") as store, open_servers(
-        resolve_target_specs(workload.targets, [], {"local": conninfo}), dsns={"local": conninfo}
-    ) as servers:
-        run_workload(workload, servers, store, RunOptions(), lambda label, n: executed.append(label))
+    with (
+        Store(tmp_path / "s.duckdb") as store,
+        open_servers(
+            resolve_target_specs(workload.targets, [], {"local": conninfo}),
+            dsns={"local": conninfo},
+        ) as servers,
+    ):
+        run_workload(
+            workload,
+            servers,
+            store,
+            RunOptions(setup_on_dsn=True),
+            lambda label, n: executed.append(label),
+        )
         stored = len(store.observations([t.target_id for t in store.targets()]))
     assert len(executed) == plan_count(workload, 2, RunOptions())
     # 2 queries x 2 sides x (1 warm-up + 4 measured, each primed once when prime = true)
@@ -177,12 +187,15 @@ def test_each_query_point_and_target_keeps_its_own_explain(
 ) -> None:
     from detector.compare import CompareOptions, compare_sides, resolve_side
 
-    text = WORKLOAD.split("[[queries]]")[0] + """
+    text = (
+        WORKLOAD.split("[[queries]]")[0]
+        + """
 [[queries]]
 name = "swept"
 sql = "SELECT v FROM t WHERE id BETWEEN 100 AND 100 + %(n)s - 1"
 sweep = { param = "n", values = [5, 50] }
 """
+    )
     store, run_id = run(tmp_path, fresh_db(pg15), text)
     with store:
         base, cand = resolve_side(store, "index", run_id), resolve_side(store, "bitmap", run_id)

@@ -108,7 +108,48 @@ def test_without_variants_there_is_one_default_variant(tmp_path: Path) -> None:
         ),
         (
             lambda t: t.replace("repetitions = 4", "repetitions = -1"),
-            "workload.repetitions: expected a non-negative integer",
+            "workload.repetitions: expected a positive integer",
+        ),
+        (
+            lambda t: t.replace("repetitions = 4", "repetitions = 0"),
+            "workload.repetitions: expected a positive integer",
+        ),
+        (
+            lambda t: t.replace("warmup = 1", "warmup = -1"),
+            "workload.warmup: expected a non-negative integer",
+        ),
+        (
+            lambda t: t.replace("repetitions = 4", "repetitons = 3"),
+            "workload.repetitons: unknown key",
+        ),
+        (
+            lambda t: t.replace('name = "swept"', 'name = "swept"\nrepetiton = 2'),
+            "queries[1].repetiton: unknown key",
+        ),
+        (
+            lambda t: t.replace('sweep = { param = "n",', 'sweep = { parm = "n", param = "n",'),
+            "queries[1].sweep.parm: unknown key",
+        ),
+        (
+            lambda t: (
+                t + '\n[[targets]]\nname = "x"\npostgres = "15"\nsetings = { work_mem = "1MB" }\n'
+            ),
+            "targets[0].setings: unknown key",
+        ),
+        (lambda t: t.replace("[setup]", '[setup]\non_dns = "run"'), "setup.on_dns: unknown key"),
+        (lambda t: t.replace("[setup]", '[setup]\non_dsn = "yes"'), "setup.on_dsn: expected"),
+        (
+            lambda t: t.replace("[variants.a]", "[variants]\na = 1\n[variants.c]"),
+            "variants.a: expected a table",
+        ),
+        (lambda t: t.replace('work_mem = "4MB"', '"work mem" = "4MB"'), "not a setting name"),
+        (lambda t: t.replace('name = "w"', "name = 5"), "workload.name: expected a string"),
+        (
+            lambda t: t.replace(
+                'sql = "SELECT * FROM t WHERE a < %(n)s"',
+                'sql = "SELECT * FROM t WHERE a < %(n)s; COMMIT; DELETE FROM t"',
+            ),
+            "queries[1].sql: 3 statements in one query",
         ),
         (lambda t: t.replace("[setup]", "[setpu]"), "setpu: unknown section"),
         (
@@ -139,6 +180,13 @@ def test_bad_workloads_name_the_file_and_key(tmp_path: Path, change, expected: s
         load_workload(path)
     assert info.value.message.startswith("bad.toml: ")
     assert expected in info.value.message
+
+
+def test_unknown_keys_suggest_the_closest_known_one(tmp_path: Path) -> None:
+    path = write(tmp_path, VALID.replace("repetitions = 4", "repetitons = 3"))
+    with pytest.raises(PlanshiftError) as info:
+        load_workload(path)
+    assert "did you mean 'repetitions'?" in (info.value.hint or "")
 
 
 def test_missing_file_is_a_clear_error(tmp_path: Path) -> None:
