@@ -415,6 +415,6 @@ def setup_relations(statements: Sequence[str]) -> list[str]:
                 schema = node.relation.schemaname if node.relation is not None else None
                 names.append(f"{schema}.{index}" if schema else index)
             if relation is not None and relation.relpersistence != "t":
-                schema = relation.schemaname
-                names.append(f"{schema}.{relation.relname}" if schema else relation.relname)
+                table, schema = str(relation.relname), relation.schemaname
+                names.append(f"{schema}.{table}" if schema else table)
     return list(dict.fromkeys(names))
