@@ -16,7 +16,7 @@ import multiprocessing
 import os
 import re
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import BinaryIO
 
@@ -32,6 +32,7 @@ from collectors.log_formats import (
 from collectors.log_parallel import ChunkSpec, ParallelRead
 from collectors.log_prefix import PrefixParser, TimeParser
 from collectors.log_records import READERS, make_reader
+from collectors.log_redact import redact_message
 from detector.errors import PlanshiftError
 from detector.store import LedgerUpdate, LogFileRecord, Store
 
@@ -48,6 +49,7 @@ class IngestOptions:
     log_line_prefix: str | None = None  # None: guess the common prefixes
     log_format: str | None = None  # None: detect stderr / csvlog / jsonlog
     log_timezone: str | None = None  # for zone abbreviations other than UTC/GMT
+    anonymize: bool = False  # no literals stored: normalized SQL, no params, masked plans
     batch_size: int = 5000
     workers: int = field(default_factory=lambda: usable_cores())  # < 2: this process only
 
@@ -101,7 +103,7 @@ class LogIngest:
         if not runs:
             raise PlanshiftError(f"no target with id {target_id} in the store")
         self.run_id = runs[0]
-        self.parser = BatchParser(self.run_id, target_id)
+        self.parser = BatchParser(self.run_id, target_id, options.anonymize)
         self.column_types = store.log_column_types()
 
     def ingest(self, path: Path, progress: Progress | None = None) -> FileReport:
@@ -181,6 +183,7 @@ class LogIngest:
             position.high_offset,
             position.pending_starts,
             self.column_types,
+            self.options.anonymize,
         )
         boundary = READERS[log_format].boundary  # where the parallel read may cut
         yield from ParallelRead(stream, position, spec, boundary, workers, sequential).batches()
@@ -192,7 +195,10 @@ class LogIngest:
         if parsed is None:
             parsed = self.parser.parse(batch.entries)
         columns = parsed.to_columns(self.column_types)
-        problems = batch.problems + parsed.problems
+        problems = [
+            scrub_problem(p, anonymize=self.options.anonymize)
+            for p in batch.problems + parsed.problems
+        ]
         queries = {
             key: (query_name(sql), sql, queryid)
             for key, (sql, queryid) in parsed.queries.items()
@@ -221,3 +227,12 @@ class LogIngest:
         report.plans += columns.size
         report.add_problems(problems)
         report.incomplete.extend(batch.incomplete)
+
+
+def scrub_problem(problem: Problem, *, anonymize: bool) -> Problem:
+    """The problem as it may be stored and shown: samples of unreadable lines are withheld
+    when anonymizing, and never show what follows the word password."""
+    message = redact_message(problem.message)
+    if anonymize and problem.kind == "garbage":
+        message = "not a log line (sample withheld: anonymized ingest)"
+    return problem if message == problem.message else replace(problem, message=message)

@@ -4,10 +4,9 @@ everything else (text plans, odd JSON) the general path of `log_plans`."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
-from functools import partial
 from typing import Any
 
 from collectors.log_fast import (
@@ -22,12 +21,14 @@ from collectors.log_formats import Problem, RawEntry
 from collectors.log_plans import (
     EntryError,
     LoggedPlan,
+    QueryIdentity,
     QueryKeys,
     duration_of,
     parameters_json,
     plan_json_text,
     read_entry,
 )
+from collectors.log_redact import scrub_plan_json
 from collectors.log_rows import (
     FAST_PATH,
     ShapeCache,
@@ -46,6 +47,8 @@ from detector.store import (
     to_utc_naive,
     utc_now,
 )
+
+NO_PARAMS = "[]"  # observations.params of an anonymized ingest or a password-setting statement
 
 
 @dataclass
@@ -66,12 +69,14 @@ class ParsedBatch:
 
 
 class BatchParser:
-    """Rows of one log target; caches query identities and plan shapes across batches."""
+    """Rows of one log target; caches query identities and plan shapes across batches.
+    `anonymize`: no parameter values, normalized SQL, plan JSON without constants."""
 
-    def __init__(self, run_id: int, target_id: int) -> None:
+    def __init__(self, run_id: int, target_id: int, anonymize: bool = False) -> None:
         self.run_id = run_id
         self.target_id = target_id
-        self.keys = QueryKeys()
+        self.anonymize = anonymize
+        self.keys = QueryKeys(anonymize)
         self.shapes = ShapeCache({})
         self.fast_shapes: dict[tuple[Any, ...], tuple[str, bool]] = {}  # fingerprint, bitmap?
         self.last_time: datetime | None = None
@@ -92,7 +97,7 @@ class BatchParser:
                 else:
                     logged = read_entry(entry)
                     identity = self.keys.identify(logged.query_text, logged.queryid)
-                    params = logged.params or identity.literals_json
+                    params = self._params(identity, logged.params or identity.literals_json)
                     row, shape = self._row(logged, identity.key, params, when)
                     key, sql, queryid = identity.key, identity.sql, logged.queryid
                     analyzed, plan_format = logged.analyzed, logged.plan_format
@@ -130,6 +135,7 @@ class BatchParser:
         params = identity.literals_json
         if doc.parameters is not None:
             params = parameters_json(doc.parameters)
+        params = self._params(identity, params)
         node = shape_key(doc.plan)
         known = self.fast_shapes.get(node)
         shape = None
@@ -137,9 +143,7 @@ class BatchParser:
             if len(self.fast_shapes) > self.shapes.limit:
                 self.fast_shapes.clear()
             document = read_entry(entry).document
-            found, shape = self.shapes.add(
-                node, document, partial(plan_json_text, entry.body), when
-            )
+            found, shape = self.shapes.add(node, document, self._plan_json(entry.body), when)
             known = self.fast_shapes[node] = (found, has_bitmap_heap_scan(doc.plan))
         found, bitmap = known
         analyzed = doc.plan.actual_rows is not None  # heap blocks come with ANALYZE only
@@ -157,13 +161,22 @@ class BatchParser:
         )  # fmt: skip
         return row, identity.key, identity.sql, queryid, analyzed, shape
 
+    def _params(self, identity: QueryIdentity, params: str) -> str:
+        return NO_PARAMS if self.anonymize or identity.secret else params
+
+    def _plan_json(self, body: bytes | str) -> Callable[[], str]:
+        return lambda: scrub_plan_json(plan_json_text(body), anonymize=self.anonymize)
+
+    def _scrubbed(self, logged: LoggedPlan) -> Callable[[], str]:
+        return lambda: scrub_plan_json(logged.plan_json(), anonymize=self.anonymize)
+
     def _row(
         self, logged: LoggedPlan, key: str, params: str, when: datetime
     ) -> tuple[tuple[Any, ...], NewPlan | None]:
         """The observations row, and the plan shape when this parser sees it first."""
         if FAST_PATH:
             document = logged.document
-            found, shape = self.shapes.lookup(document, logged.plan_json, when)
+            found, shape = self.shapes.lookup(document, self._scrubbed(logged), when)
             heap: list[int | None] = [None, None]
             if _mentions_heap_blocks(logged.raw):
                 add_heap_blocks(document["Plan"], heap)
@@ -178,7 +191,7 @@ class BatchParser:
             query_key=key,
             params=params,
             plan=plan,
-            plan_json=logged.plan_json(),
+            plan_json=self._scrubbed(logged)(),
             duration_ms=plan.execution_ms if plan.execution_ms is not None else logged.duration_ms,
             planning_ms=plan.planning_ms,
             client_ms=None,

@@ -57,6 +57,7 @@ class ChunkSpec:
     high_offset: int  # of an earlier ingest of this file: entries before it are stored
     pending_starts: frozenset[int]
     column_types: dict[str, str]  # Store.log_column_types: rows leave the worker as columns
+    anonymize: bool = False
 
 
 @dataclass(frozen=True)
@@ -88,8 +89,9 @@ def start_worker(parent: int) -> None:
 def parse_chunk(spec: ChunkSpec, offset: int, line: int, chunk: bytes) -> ChunkResult:
     """Runs in a worker: the chunk's entries as store rows."""
     global _PARSER
-    if _PARSER is None or (_PARSER.run_id, _PARSER.target_id) != (spec.run_id, spec.target_id):
-        _PARSER = BatchParser(spec.run_id, spec.target_id)
+    whose = (spec.run_id, spec.target_id, spec.anonymize)
+    if _PARSER is None or (_PARSER.run_id, _PARSER.target_id, _PARSER.anonymize) != whose:
+        _PARSER = BatchParser(spec.run_id, spec.target_id, spec.anonymize)
     position = Position(offset, line, spec.high_offset, spec.pending_starts)
     times = TimeParser(spec.log_timezone)
     reader = make_reader(

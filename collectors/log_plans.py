@@ -16,7 +16,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cached_property
 from typing import Any, NamedTuple
 
@@ -24,6 +24,7 @@ from pglast import parser as pg_parser
 
 from collectors.log_formats import RawEntry
 from collectors.log_records import JSONError, _loads
+from collectors.log_redact import anonymize_sql, redact_passwords, sets_password
 from collectors.log_textplan import parse_text_plan
 from detector.errors import PlanshiftError
 from detector.model import Plan, parse_plan
@@ -91,7 +92,8 @@ def duration_of(head: str) -> float | None:
 class QueryIdentity:
     key: str
     sql: str  # literals replaced by $n
-    literals: tuple[str, ...]
+    literals: tuple[str, ...]  # () when the text sets a password
+    secret: bool = False  # the text sets a password: no parameter values are kept
 
     @cached_property
     def literals_json(self) -> str:
@@ -109,8 +111,8 @@ def parameters_json(text: str) -> str:
 
 
 def normalize(sql: str) -> tuple[str, tuple[str, ...]]:
-    """SQL with each constant replaced by $n (numbered after existing params), and the constants."""
-    raw = sql.encode()
+    """SQL with each constant replaced by $n (numbered after existing params), and the constants
+    (pglast's token offsets count characters, not bytes)."""
     try:
         tokens = pg_parser.scan(sql)
     except pg_parser.ParseError:
@@ -119,24 +121,26 @@ def normalize(sql: str) -> tuple[str, tuple[str, ...]]:
     if not constants:
         return sql, ()
     base = max(
-        (int(raw[t.start + 1 : t.end + 1] or 0) for t in tokens if t.name == "PARAM"), default=0
+        (int(sql[t.start + 1 : t.end + 1] or 0) for t in tokens if t.name == "PARAM"), default=0
     )
-    pieces: list[bytes] = []
+    pieces: list[str] = []
     literals: list[str] = []
     position = 0
     for number, token in enumerate(constants, start=base + 1):
-        pieces.append(raw[position : token.start])
-        pieces.append(f"${number}".encode())
-        literals.append(raw[token.start : token.end + 1].decode(errors="replace"))
+        pieces.append(sql[position : token.start])
+        pieces.append(f"${number}")
+        literals.append(sql[token.start : token.end + 1])
         position = token.end + 1
-    pieces.append(raw[position:])
-    return b"".join(pieces).decode(errors="replace"), tuple(literals)
+    pieces.append(sql[position:])
+    return "".join(pieces), tuple(literals)
 
 
 class QueryKeys:
-    """Query identity with caches: per queryid, and per exact text."""
+    """Query identity with caches: per queryid, and per exact text. `anonymize`: the SQL is
+    normalized even when the lexer fails (constants masked), and no literals are kept."""
 
-    def __init__(self) -> None:
+    def __init__(self, anonymize: bool = False) -> None:
+        self.anonymize = anonymize
         self.by_queryid: dict[int, QueryIdentity] = {}
         self.by_text: dict[str, QueryIdentity] = {}
 
@@ -147,7 +151,7 @@ class QueryKeys:
         identity = self._compute(text)
         if queryid is not None and queryid in self.by_queryid:
             cached = self.by_queryid[queryid]
-            identity = QueryIdentity(cached.key, cached.sql, identity.literals)
+            identity = replace(identity, key=cached.key, sql=cached.sql)
         elif queryid is not None:
             self.by_queryid[queryid] = identity
         if len(self.by_text) > CACHE_LIMIT:
@@ -155,13 +159,17 @@ class QueryKeys:
         self.by_text[text] = identity
         return identity
 
-    @staticmethod
-    def _compute(text: str) -> QueryIdentity:
+    def _compute(self, text: str) -> QueryIdentity:
         sql, literals = normalize(text)
         try:
             key = str(pg_parser.fingerprint(text))
         except pg_parser.ParseError:
             key = "text:" + hashlib.sha256(sql.encode()).hexdigest()[:16]
+        secret = sets_password(text)
+        if self.anonymize:
+            return QueryIdentity(key, anonymize_sql(text), (), secret)
+        if secret:
+            return QueryIdentity(key, redact_passwords(sql), (), secret)
         return QueryIdentity(key, sql, literals)
 
 

@@ -8,13 +8,15 @@ has. Deltas between snapshots, with resets and evictions, are computed when read
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
 import psycopg
 
-from collectors.targets import redact_conninfo
+from collectors.log_redact import anonymize_sql, redact_passwords
+from collectors.targets import check_conninfo, redact_conninfo, redact_secrets
 from detector.errors import PlanshiftError
 from detector.store import PgssEntry
 
@@ -56,17 +58,20 @@ class PgssRead:
 
 
 def connect(dsn: str) -> psycopg.Connection[Any]:
+    check_conninfo(dsn, "--target")
     try:
         return psycopg.connect(dsn, autocommit=True, connect_timeout=10)
     except psycopg.Error as exc:
         raise PlanshiftError(
-            f"cannot connect to {redact_conninfo(dsn)}: {str(exc).strip()}",
+            f"cannot connect to {redact_conninfo(dsn)}: {redact_secrets(str(exc).strip(), dsn)}",
             "check the DSN (a password belongs in PGPASSWORD or ~/.pgpass)",
-        ) from exc
+        ) from None
 
 
-def read_pgss(conn: psycopg.Connection[Any]) -> PgssRead:
-    """One consistent read of pg_stat_statements (and _info on 14+)."""
+def read_pgss(conn: psycopg.Connection[Any], *, anonymize: bool = False) -> PgssRead:
+    """One consistent read of pg_stat_statements (and _info on 14+). A statement that sets a
+    password keeps its counters, its text the password redacted; `anonymize`: every text
+    normalized (utility statements keep their literals in the view)."""
     row = conn.execute(
         "SELECT current_setting('server_version_num')::int, now(), "
         "to_regclass('pg_stat_statements')::text, "
@@ -104,7 +109,10 @@ def read_pgss(conn: psycopg.Connection[Any]) -> PgssRead:
             f"cannot read pg_stat_statements: {str(exc).strip()}",
             "is pg_stat_statements in shared_preload_libraries? (needs a restart)",
         ) from exc
-    entries = tuple(PgssEntry(**_typed(dict(zip(fields, r, strict=True)))) for r in rows)
+    scrub = anonymize_sql if anonymize else redact_passwords
+    entries = tuple(
+        _scrubbed(PgssEntry(**_typed(dict(zip(fields, r, strict=True)))), scrub) for r in rows
+    )
     dealloc = stats_reset = None
     if version >= 140000:
         info = conn.execute(f"SELECT dealloc, stats_reset FROM {schema}.pg_stat_statements_info")
@@ -113,6 +121,13 @@ def read_pgss(conn: psycopg.Connection[Any]) -> PgssRead:
             dealloc, stats_reset = found
     dsn = redact_conninfo(conn.info.dsn)
     return PgssRead(taken_at, version, entries, dealloc, stats_reset, dsn)
+
+
+def _scrubbed(entry: PgssEntry, scrub: Callable[[str], str]) -> PgssEntry:
+    if not entry.query:
+        return entry
+    query = scrub(entry.query)
+    return entry if query == entry.query else replace(entry, query=query)
 
 
 def _typed(values: dict[str, Any]) -> dict[str, Any]:

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote, unquote
 
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
@@ -32,14 +34,62 @@ class Server:
 
 
 def redact_conninfo(conninfo: str) -> str:
-    """The conninfo with any password replaced by '***' (URIs and key=value strings)."""
+    """The conninfo with any password replaced by '***' (URIs and key=value strings); a
+    conninfo libpq cannot parse is shown with its password patterns masked."""
     try:
         params = conninfo_to_dict(conninfo)
     except Exception:
-        return "<unparseable conninfo>"
+        return redact_secrets(conninfo, conninfo)
     if "password" in params:
         params["password"] = "***"
     return make_conninfo("", **{k: str(v) for k, v in params.items()})
+
+
+_KEYWORD_PASSWORD = re.compile(r"(?i)\bpassword\s*=\s*('(?:[^'\\]|\\.)*'?|[^\s'\"&]+)")
+_URI_USERINFO = re.compile(r"(?i)(\b[a-z][a-z0-9+.-]*://[^\s:/@?#]*):([^\s@/?#]*)@")
+
+
+def redact_secrets(text: str, conninfo: str) -> str:
+    """`text` (a libpq or psycopg message) with the password of `conninfo` masked: its literal
+    value, percent-decoded and percent-encoded forms, and any `password=...` or `user:...@`
+    pattern, even when `conninfo` cannot be parsed."""
+    secrets = set(_passwords_in(conninfo))
+    for secret in list(secrets):
+        secrets |= {unquote(secret), quote(secret, safe=""), quote(unquote(secret), safe="")}
+    for secret in sorted((s for s in secrets if s), key=len, reverse=True):
+        text = text.replace(secret, "***")
+    text = _KEYWORD_PASSWORD.sub("password=***", text)
+    return _URI_USERINFO.sub(r"\1:***@", text)
+
+
+def _passwords_in(conninfo: str) -> list[str]:
+    found: list[str] = []
+    try:
+        password = conninfo_to_dict(conninfo).get("password")
+    except Exception:
+        password = None
+    if password:
+        found.append(str(password))
+    for match in _KEYWORD_PASSWORD.finditer(conninfo):
+        value = match.group(1)
+        found.append(value)
+        if value.startswith("'"):
+            found.append(re.sub(r"\\(.)", r"\1", value.strip("'")))
+    found.extend(match.group(2) for match in _URI_USERINFO.finditer(conninfo))
+    return found
+
+
+def check_conninfo(conninfo: str, what: str) -> None:
+    """PlanshiftError (no password in it) when libpq cannot parse `conninfo`."""
+    try:
+        conninfo_to_dict(conninfo)
+    except Exception as exc:
+        raise PlanshiftError(
+            f"{what}: malformed connection string {redact_conninfo(conninfo)}: "
+            f"{redact_secrets(str(exc).strip(), conninfo)}",
+            "use postgresql://user@host:5432/db or 'host=... dbname=...'; percent-encode "
+            "special characters in URIs (% is %25) and put the password in PGPASSWORD or ~/.pgpass",
+        ) from None
 
 
 def parse_dsn_option(text: str) -> tuple[str, str]:
@@ -50,6 +100,7 @@ def parse_dsn_option(text: str) -> tuple[str, str]:
             f"--dsn {redact_conninfo(text)!s}: expected NAME=DSN",
             "for example --dsn old=postgresql://user@host:5432/db (put the password in PGPASSWORD or ~/.pgpass)",
         )
+    check_conninfo(dsn, f"--dsn {name}")
     return name, dsn
 
 
@@ -129,6 +180,7 @@ def open_servers(
                     raise PlanshiftError(
                         f"target {spec.name}: no DSN given", f"--dsn {spec.name}=DSN"
                     )
+                check_conninfo(dsn, f"target {spec.name}")
                 servers.append(
                     Server(
                         name=spec.name,

@@ -10,6 +10,14 @@ import typer
 
 from detector.cli import DEFAULT_STORE, StoreOption, app, out, user_errors
 
+AnonymizeOption = Annotated[
+    bool,
+    typer.Option(
+        "--anonymize",
+        help="Store no literals: SQL normalized, no parameter values, plan constants masked.",
+    ),
+]
+
 # -- postmortem: auto_explain logs, pg_stat_statements snapshots, timeline, setup check ----
 
 
@@ -40,13 +48,17 @@ def ingest(
             "--jobs", "-j", min=1, help="Processes parsing logs over 32 MB (default: one per core)."
         ),
     ] = None,
+    anonymize: AnonymizeOption = False,
 ) -> None:
     """Store the auto_explain plans of server logs as observations (resumable, idempotent)."""
     from collectors.autoexplain_log import IngestOptions
     from detector.ingest import ingest_logs
 
     options = IngestOptions(
-        log_line_prefix=log_line_prefix, log_format=log_format, log_timezone=log_timezone
+        log_line_prefix=log_line_prefix,
+        log_format=log_format,
+        log_timezone=log_timezone,
+        anonymize=anonymize,
     )
     if jobs is not None:
         options = replace(options, workers=jobs)
@@ -66,12 +78,13 @@ def snapshot(
     name: Annotated[
         str | None, typer.Option(help="Name of the server in the store (default: host/dbname).")
     ] = None,
+    anonymize: AnonymizeOption = False,
 ) -> None:
     """Store one snapshot of pg_stat_statements (run it periodically, e.g. from cron)."""
     from detector.ingest import take_snapshot
 
     with user_errors():
-        take_snapshot(store_path=store, dsn=target, name=name, console=out)
+        take_snapshot(store_path=store, dsn=target, name=name, console=out, anonymize=anonymize)
 
 
 @app.command()

@@ -32,6 +32,7 @@ from detector.timeline import (
 )
 
 INGEST_LABEL = "ingest"
+ANONYMIZED = " (anonymized)"  # appended to the run label; targets.info has "anonymized"
 
 
 def ingest_logs(
@@ -55,7 +56,7 @@ def ingest_logs(
                 "and the files resume where it stopped"
             )
         run_id = store.begin_run(
-            f"{INGEST_LABEL} {source}",
+            f"{INGEST_LABEL} {source}" + (ANONYMIZED if options.anonymize else ""),
             workload_hash=None,
             tool_version=__version__,
             host=socket.gethostname(),
@@ -67,7 +68,11 @@ def ingest_logs(
                 source="log",
                 server_version_num=None,
                 gucs={},
-                info={"files": [str(path) for path in files], "source": source},
+                info={
+                    "files": [str(path) for path in files],
+                    "source": source,
+                    "anonymized": options.anonymize,
+                },
             )
             ingest = LogIngest(store, target_id, options)
             for path in files:
@@ -133,16 +138,19 @@ def print_report(report: FileReport, console: Console) -> None:
         )
 
 
-def take_snapshot(*, store_path: Path, dsn: str, name: str | None, console: Console) -> int:
-    """Read pg_stat_statements once and store it as a snapshot of the server `name`."""
+def take_snapshot(
+    *, store_path: Path, dsn: str, name: str | None, console: Console, anonymize: bool = False
+) -> int:
+    """Read pg_stat_statements once and store it as a snapshot of the server `name`
+    (`anonymize`: statement texts normalized, utility statements' literals included)."""
     from collectors.pgss import connect, read_pgss
 
     with connect(dsn) as conn:
-        read = read_pgss(conn)
+        read = read_pgss(conn, anonymize=anonymize)
     source = name or _server_name(read.redacted_dsn)
     with Store(store_path) as store:
         run_id = store.begin_run(
-            f"snapshot {source}",
+            f"snapshot {source}" + (ANONYMIZED if anonymize else ""),
             workload_hash=None,
             tool_version=__version__,
             host=socket.gethostname(),
@@ -153,7 +161,7 @@ def take_snapshot(*, store_path: Path, dsn: str, name: str | None, console: Cons
             source="dsn",
             server_version_num=read.server_version_num,
             gucs={},
-            info={"dsn": read.redacted_dsn, "server": source},
+            info={"dsn": read.redacted_dsn, "server": source, "anonymized": anonymize},
         )
         with store.transaction():
             snapshot_id = store.add_pgss_snapshot(target_id, read.entries, taken_at=read.taken_at)
