@@ -28,7 +28,7 @@ import functools
 import math
 from collections import defaultdict
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal, NamedTuple
 
 import numpy as np
@@ -149,7 +149,7 @@ def noise_floor(
 
 
 @dataclass(frozen=True)
-class _Options:
+class Options:
     min_effect: float
     alpha: float
     min_samples: int
@@ -201,7 +201,7 @@ def compare_timings_batch(
 ) -> list[TimingComparison]:
     """`compare_timings` for many (baseline, candidate) pairs at once, in input order;
     `noise_floor` is one value for every pair, or one per pair (None: no floor)."""
-    opts = _Options(min_effect, alpha, min_samples, resamples, seed)
+    opts = Options(min_effect, alpha, min_samples, resamples, seed)
     floors = (
         list(noise_floor)
         if noise_floor is not None and not isinstance(noise_floor, int | float)
@@ -227,7 +227,7 @@ def _compare_group(
     b: Floats,
     c: Floats,
     floors: list[float | None],
-    opts: _Options,
+    opts: Options,
 ) -> list[TimingComparison]:
     """All pairs with the same (len(baseline), len(candidate))."""
     count, n_b, n_c = b.shape[0], b.shape[1], c.shape[1]
@@ -248,7 +248,7 @@ def _compare_group(
     rows = zip(ratio.tolist(), low.tolist(), high.tolist(), p.tolist(), strict=True)
     for i, (r, lo, hi, pv) in enumerate(rows):
         if ok[i]:
-            verdict, reason = _decide(r, lo, hi, pv, opts, floors[i])
+            verdict, reason = decide(r, lo, hi, pv, opts, floors[i])
         else:
             side = "candidate" if med_b[i] > 0 else "baseline"
             verdict, reason = (
@@ -271,6 +271,9 @@ def _compare_group(
                 opts.min_effect,
                 floors[i],
                 reason,
+                False,
+                None,
+                None,
             )
         )
     return out
@@ -320,7 +323,7 @@ def _plan(n_b: int, n_c: int, resamples: int, seed: int) -> tuple[Ints, Ints, li
     return combos[0], combos[1], tails
 
 
-def _bootstrap_rows(b_sorted: Floats, c_sorted: Floats, opts: _Options) -> tuple[Floats, Floats]:
+def _bootstrap_rows(b_sorted: Floats, c_sorted: Floats, opts: Options) -> tuple[Floats, Floats]:
     """Per-row percentile bootstrap CI of the median ratio, from row-sorted samples: the
     weighted order statistics of each tail's cells, as np.quantile over all resamples."""
     combos_b, combos_c, tails = _plan(
@@ -361,14 +364,18 @@ def _pct(fraction: float) -> str:
     return f"{fraction * 100:.3g}%"
 
 
-def _decide(
+def decide(
     ratio: float,
     low: float,
     high: float,
     p: float,
-    opts: _Options,
+    opts: Options,
     floor: float | None,
 ) -> tuple[Verdict, str]:
+    """The verdict from an effect, its CI and a p-value. A regression or improvement needs
+    significance, the minimum effect and the A/A noise floor; `unchanged` needs the whole CI
+    inside the minimum-effect margin, which a noise floor never widens: a floor can only turn
+    a verdict into `inconclusive`."""
     threshold, effect = max(opts.min_effect, floor or 0.0), max(ratio, 1 / ratio) - 1
     slower = low > 1
     significant = (slower or high < 1) and p < opts.alpha and (ratio > 1) == slower
@@ -379,15 +386,41 @@ def _decide(
         return Verdict.INCONCLUSIVE, (
             f"a change of {_pct(effect)} is inside the A/A noise floor of {_pct(threshold)}"
         )
-    if low >= 1 / (1 + threshold) and high <= 1 + threshold:
-        return Verdict.UNCHANGED, f"CI within the ±{_pct(threshold)} equivalence margin"
+    margin = opts.min_effect
+    if low >= 1 / (1 + margin) and high <= 1 + margin:
+        return Verdict.UNCHANGED, f"CI within the ±{_pct(margin)} equivalence margin"
     if significant:
         return (
             Verdict.INCONCLUSIVE,
             f"a change of {_pct(effect)} is below the {_pct(opts.min_effect)} minimum effect",
         )
-    if low < 1 / (1 + threshold) and high > 1 + threshold:
+    if low < 1 / (1 + margin) and high > 1 + margin:
         return Verdict.INCONCLUSIVE, "the CI is too wide to decide"
     if p >= opts.alpha:
         return Verdict.INCONCLUSIVE, f"not significant (p={p:.2g})"
     return Verdict.INCONCLUSIVE, f"not significant: the CI and the rank test (p={p:.2g}) disagree"
+
+
+def control_false_discoveries(
+    results: Sequence[TimingComparison], alpha: float = 0.05
+) -> list[TimingComparison]:
+    """Benjamini-Hochberg across the queries of one comparison: each result gets its q-value
+    (over every result with a p-value), and a regression or improvement whose q-value is not
+    below alpha becomes inconclusive. The expected share of false alarms among the verdicts
+    left standing is then at most alpha."""
+    tested = [i for i, r in enumerate(results) if r.p_value is not None]
+    if not tested:
+        return list(results)
+    q = sps.false_discovery_control([results[i].p_value for i in tested], method="bh")
+    out = list(results)
+    for i, q_value in zip(tested, np.asarray(q, np.float64).tolist(), strict=True):
+        result = replace(results[i], q_value=q_value)
+        if result.verdict in (Verdict.REGRESSED, Verdict.IMPROVED) and q_value >= alpha:
+            result = replace(
+                result,
+                verdict=Verdict.INCONCLUSIVE,
+                reason=f"p={result.p_value:.2g} alone, but q={q_value:.2g} across {len(tested)} "
+                "queries (false discovery control)",
+            )
+        out[i] = result
+    return out

@@ -61,6 +61,9 @@ class TimingComparison:
     min_effect: float
     noise_floor: float | None
     reason: str
+    paired: bool = False  # from per-sample ratios of one interleaved run (else two samples)
+    q_value: float | None = None  # p-value adjusted across the comparison's queries (BH)
+    decide_at: int | None = None  # inconclusive: about how many samples per side would settle it
 
     def describe(self) -> str:
         """pyperf-style wording: '1.23x slower [1.15, 1.31]', 'not significant'."""
@@ -76,6 +79,8 @@ class TimingComparison:
             text += f" (95% CI {low:.2f}-{high:.2f})"
         if self.verdict in (Verdict.UNCHANGED, Verdict.INCONCLUSIVE):
             text += f": {self.reason}"
+        if self.decide_at is not None:
+            text += f" (about {self.decide_at} samples would decide it)"
         return text
 
 

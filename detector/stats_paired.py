@@ -1,0 +1,208 @@
+"""Paired timing statistics: the verdict for sides measured in one interleaved run.
+
+The runner executes sample i of a query on every side back to back, with the same parameter
+values. Two executions of the same sample share what the parameters decide (how many rows a
+range covers) and what the machine was doing at that moment (load, cache, a checkpoint), so
+the per-sample ratio candidate_i / baseline_i cancels both; comparing the two sides as
+independent samples would leave both in the noise. Per query:
+
+* the effect is the median of the per-sample ratios, taken on the log scale (so 2x slower and
+  2x faster weigh alike; with an even count it is the geometric mean of the middle two);
+* its uncertainty is a percentile bootstrap CI that resamples pairs, never splitting one;
+* the Wilcoxon signed-rank test on the log ratios must agree with the CI;
+* the minimum effect, the A/A noise floor and the equivalence margin apply as to unpaired
+  samples (`detector.stats.decide`).
+
+The bootstrap needs no per-resample sorting: a resample's median is the mean of two order
+statistics of the sorted log ratios, at positions that depend only on the resample plan
+(`_plan`), so each query reads its CI bounds off a few dozen weighted candidates.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from collections import defaultdict
+from collections.abc import Sequence
+
+import numpy as np
+from scipy import stats as sps
+
+from detector.model.comparison import TimingComparison, Verdict
+from detector.stats import CONFIDENCE, FLOOR_MS, Floats, Ints, Options, decide, lerp
+
+_CHUNK_VALUES = 200_000  # log ratios per batch chunk
+
+
+def paired_log_ratios(baseline: Sequence[float], candidate: Sequence[float]) -> Floats:
+    """log(candidate_i / baseline_i) per sample; the two sequences are aligned by sample."""
+    b, c = np.asarray(baseline, np.float64), np.asarray(candidate, np.float64)
+    if b.shape != c.shape or b.ndim != 1 or b.size == 0:
+        raise ValueError("paired samples: two non-empty sequences of the same length")
+    return np.asarray(np.log(np.maximum(c, FLOOR_MS) / np.maximum(b, FLOOR_MS)), np.float64)
+
+
+def compare_paired(
+    baseline: Sequence[float],
+    candidate: Sequence[float],
+    *,
+    min_effect: float = 0.10,
+    alpha: float = 0.05,
+    min_samples: int = 5,
+    noise_floor: float | None = None,
+    resamples: int = 2000,
+    seed: int = 0,
+) -> TimingComparison:
+    """Verdict for one query from samples aligned by sample index (baseline[i] ~ candidate[i])."""
+    return compare_paired_batch(
+        [(baseline, candidate)],
+        min_effect=min_effect,
+        alpha=alpha,
+        min_samples=min_samples,
+        noise_floor=[noise_floor],
+        resamples=resamples,
+        seed=seed,
+    )[0]
+
+
+def compare_paired_batch(
+    pairs: Sequence[tuple[Sequence[float], Sequence[float]]],
+    *,
+    min_effect: float = 0.10,
+    alpha: float = 0.05,
+    min_samples: int = 5,
+    noise_floor: Sequence[float | None] | None = None,
+    resamples: int = 2000,
+    seed: int = 0,
+) -> list[TimingComparison]:
+    """`compare_paired` for many queries at once, in input order."""
+    opts = Options(min_effect, alpha, min_samples, resamples, seed)
+    floors = list(noise_floor) if noise_floor is not None else [None] * len(pairs)
+    if len(floors) != len(pairs) or not all(f is None or f >= 0 for f in floors):
+        raise ValueError("noise_floor: None or >= 0, one per pair")
+    by_size: defaultdict[int, list[int]] = defaultdict(list)
+    logs: list[Floats] = []
+    for i, (b, c) in enumerate(pairs):
+        logs.append(paired_log_ratios(b, c))
+        by_size[logs[-1].size].append(i)
+    results: dict[int, TimingComparison] = {}
+    for n, group in by_size.items():
+        step = max(1, _CHUNK_VALUES // n)
+        for members in (group[s : s + step] for s in range(0, len(group), step)):
+            rows = np.stack([logs[i] for i in members])
+            verdicts = _decide_rows(rows, [floors[i] for i in members], opts)
+            results.update(zip(members, verdicts, strict=True))
+    return [results[i] for i in range(len(pairs))]
+
+
+def _decide_rows(rows: Floats, floors: list[float | None], opts: Options) -> list[TimingComparison]:
+    count, n = rows.shape
+    finite: list[bool] = np.asarray(np.isfinite(rows).all(axis=1), np.bool_).tolist()
+    ordered = np.sort(np.where(np.isfinite(rows), rows, 0.0), axis=1)
+    effect: list[float] = np.exp((ordered[:, (n - 1) // 2] + ordered[:, n // 2]) / 2).tolist()
+    if n >= opts.min_samples:
+        low, high = (bound.tolist() for bound in _bootstrap(ordered, opts))
+        p = _signed_rank_p(np.where(np.isfinite(rows), rows, 0.0)).tolist()
+    out = []
+    for i in range(count):
+        if not finite[i] or n < opts.min_samples:
+            reason = (
+                "non-finite timing values"
+                if not finite[i]
+                else (f"too few pairs: {n} < {opts.min_samples}")
+            )
+            ratio = effect[i] if finite[i] else None
+            out.append(
+                TimingComparison(
+                    Verdict.INCONCLUSIVE,
+                    ratio,
+                    None,
+                    None,
+                    None,
+                    opts.min_effect,
+                    floors[i],
+                    reason,
+                    paired=True,
+                )
+            )
+            continue
+        verdict, reason = decide(effect[i], low[i], high[i], p[i], opts, floors[i])
+        decide_at = samples_to_decide(verdict, effect[i], low[i], high[i], n, opts, floors[i])
+        out.append(
+            TimingComparison(
+                verdict,
+                effect[i],
+                low[i],
+                high[i],
+                p[i],
+                opts.min_effect,
+                floors[i],
+                reason,
+                paired=True,
+                decide_at=decide_at,
+            )
+        )
+    return out
+
+
+@functools.lru_cache(maxsize=64)
+def _plan(n: int, resamples: int, seed: int) -> tuple[Ints, Ints]:
+    """The distinct (lower, upper) middle positions of the sorted resamples, and how many
+    resamples have each: a resample's median is the mean of the values at those positions."""
+    idx = np.random.default_rng(seed).integers(0, n, (resamples, n))
+    idx.sort(axis=1)
+    middle = np.stack((idx[:, (n - 1) // 2], idx[:, n // 2]), axis=1)
+    combos, weights = np.unique(middle, axis=0, return_counts=True)
+    return combos.astype(np.int64), weights.astype(np.int64)
+
+
+def _bootstrap(ordered: Floats, opts: Options) -> tuple[Floats, Floats]:
+    """Percentile CI of the median log ratio per row (exp'd), as np.quantile over resamples."""
+    combos, weights = _plan(ordered.shape[1], opts.resamples, opts.seed)
+    medians = (ordered[:, combos[:, 0]] + ordered[:, combos[:, 1]]) / 2
+    order = np.argsort(medians, axis=1, kind="stable")
+    ranked = np.take_along_axis(medians, order, axis=1)
+    covered = np.cumsum(weights[order], axis=1)
+    rows = np.arange(len(ordered))
+    bounds = []
+    for q in ((1 - CONFIDENCE) / 2, 1 - (1 - CONFIDENCE) / 2):
+        position = q * (opts.resamples - 1)
+        k = math.floor(position)
+        at, after = (
+            ranked[rows, (covered > r).argmax(axis=1)] for r in (k, min(k + 1, opts.resamples - 1))
+        )
+        bounds.append(np.exp(lerp(at, after, position - k)))
+    return bounds[0], bounds[1]
+
+
+def _signed_rank_p(rows: Floats) -> Floats:
+    """Two-sided Wilcoxon signed-rank p-value per row; all-zero differences give 1."""
+    zero = ~(rows != 0).any(axis=1)
+    p = np.ones(len(rows))
+    if (~zero).any():
+        result = sps.wilcoxon(rows[~zero], axis=1, zero_method="wilcox")
+        p[~zero] = np.nan_to_num(np.asarray(result.pvalue, np.float64), nan=1.0)
+    return p
+
+
+def samples_to_decide(
+    verdict: Verdict,
+    effect: float,
+    low: float,
+    high: float,
+    n: int,
+    opts: Options,
+    floor: float | None,
+) -> int | None:
+    """For an inconclusive verdict: about how many pairs would settle it, from the CI's width
+    shrinking as 1/sqrt(n); None when the effect sits on a decision boundary."""
+    if verdict is not Verdict.INCONCLUSIVE or not (low > 0 and high > 0 and effect > 0):
+        return None
+    half = (math.log(high) - math.log(low)) / 2
+    centre = abs(math.log(effect))
+    threshold = math.log1p(max(opts.min_effect, floor or 0.0))
+    room = centre if centre >= threshold else math.log1p(opts.min_effect) - centre
+    if room <= half * 0.05 or room <= 0:
+        return None
+    needed = math.ceil(n * (half / room) ** 2 * 1.2)
+    return max(needed, n + 1)
