@@ -11,7 +11,7 @@ Writes are batched: `add_observations` inserts a whole batch with one statement 
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -20,6 +20,7 @@ import duckdb
 
 from detector.errors import PlanshiftError
 from detector.model import Observation
+from detector.store_connection import check_path, connect, make_parents, remove_new_store
 from detector.store_groups import GroupedSamples, PlanGroup, SideSummary, StoreGroupsMixin
 from detector.store_ingest import (
     LedgerUpdate,
@@ -31,6 +32,7 @@ from detector.store_ingest import (
     log_batch_columns,
 )
 from detector.store_migrations import SCHEMA_VERSION_DDL, Migration, load_migrations, pending
+from detector.store_owner import StoreOwnerMixin, this_process
 from detector.store_reads import StoreReadsMixin
 from detector.store_records import (
     OBSERVATION_COLUMNS,
@@ -56,6 +58,7 @@ from detector.store_rows import (
     reject_passwords,
     to_json,
 )
+from detector.store_schema import check_schema, check_schema_version_table, refuse_code, user_tables
 
 __all__ = [
     "OBSERVATION_COLUMNS",
@@ -88,7 +91,9 @@ DEFAULT_STORE_PATH = Path("planshift.duckdb")
 PLAN_EXAMPLE_COLUMNS = ("target_id", "query_key", "point", "fingerprint", "plan_json")
 
 
-class Store(StoreReadsMixin, StoreGroupsMixin, StoreResultsMixin, StoreIngestMixin):
+class Store(
+    StoreReadsMixin, StoreGroupsMixin, StoreResultsMixin, StoreIngestMixin, StoreOwnerMixin
+):
     """A planshift store file. `Store(path)` creates it (and its parents) and migrates it."""
 
     def __init__(
@@ -103,50 +108,39 @@ class Store(StoreReadsMixin, StoreGroupsMixin, StoreResultsMixin, StoreIngestMix
         self._migrations = tuple(migrations) if migrations is not None else load_migrations()
         self._depth = 0
         self._column_types: dict[str, dict[str, str]] = {}
-        self._con = self._connect()
+        check_path(self.path, read_only=read_only)
+        self._new = not read_only and not self.path.exists()
+        self._created_dirs = make_parents(self.path) if self._new else []
+        try:
+            self._con = connect(self.path, read_only=read_only)
+        except BaseException:
+            self._discard_new()
+            raise
         try:
             self._migrate()
+            self._settle_orphaned_runs()
         except BaseException:
             self._con.close()
+            self._discard_new()
             raise
 
     # -- opening and migrating -------------------------------------------------------------
 
-    def _connect(self) -> Any:
-        if self.read_only and not self.path.exists():
-            raise PlanshiftError(
-                f"store {self.path} does not exist",
-                "collect a run first, or pass the right --store",
-            )
-        if not self.read_only:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-        try:
-            return duckdb.connect(str(self.path), read_only=self.read_only)
-        except duckdb.Error as exc:
-            text = str(exc)
-            if "not a valid DuckDB database file" in text or "Is a directory" in text:
-                raise PlanshiftError(
-                    f"{self.path} is not a DuckDB database file",
-                    "pass a planshift store (--store), or a new file name to create one",
-                ) from exc
-            raise PlanshiftError(
-                f"cannot open store {self.path}: {text}",
-                "is another planshift process writing to it? DuckDB allows one writer per file",
-            ) from exc
+    def _discard_new(self) -> None:
+        if self._new:
+            remove_new_store(self.path, self._created_dirs)
 
     def _migrate(self) -> None:
-        tables = {
-            row[0]
-            for row in self._con.execute(
-                "SELECT table_name FROM duckdb_tables() WHERE NOT internal"
-            ).fetchall()
-        }
+        refuse_code(self._con, self.path, self._migrations)
+        tables = user_tables(self._con)
         if tables and "schema_version" not in tables:
             raise PlanshiftError(
                 f"{self.path} is a DuckDB database but not a planshift store "
                 f"(tables: {', '.join(sorted(tables))})",
                 "pass another --store path; planshift does not write into foreign databases",
             )
+        if tables:
+            check_schema_version_table(self._con, self.path)
         current = self.schema_version if tables else 0
         latest = len(self._migrations)
         if current > latest:
@@ -155,12 +149,14 @@ class Store(StoreReadsMixin, StoreGroupsMixin, StoreResultsMixin, StoreIngestMix
                 f"understands ({latest})",
                 "upgrade planshift (e.g. `pipx upgrade planshift`) to open this store",
             )
+        if tables:
+            check_schema(self._con, self.path, self._migrations, current)
         todo = pending(self._migrations, current)
         if todo and self.read_only:
             # a reader of an older store migrates it first (briefly as the writer), then reads
             self._con.close()
             Store(self.path, migrations=self._migrations).close()
-            self._con = self._connect()
+            self._con = connect(self.path, read_only=True)
             return
         for migration in todo:
             with self.transaction():
@@ -174,6 +170,18 @@ class Store(StoreReadsMixin, StoreGroupsMixin, StoreResultsMixin, StoreIngestMix
                 )
         self._column_types.clear()
 
+    def _settle_orphaned_runs(self) -> None:
+        """Runs whose process died are marked failed (by a brief writer when read-only)."""
+        if not self.orphaned_runs():
+            return
+        if not self.read_only:
+            self.fail_orphaned_runs()
+            return
+        self._con.close()
+        with suppress(PlanshiftError):  # another process holds the file: a later opener will
+            Store(self.path, migrations=self._migrations).close()
+        self._con = connect(self.path, read_only=True)
+
     @property
     def schema_version(self) -> int:
         row = self._con.execute("SELECT coalesce(max(version), 0) FROM schema_version").fetchone()
@@ -181,6 +189,15 @@ class Store(StoreReadsMixin, StoreGroupsMixin, StoreResultsMixin, StoreIngestMix
 
     def close(self) -> None:
         self._con.close()
+
+    def _holds_nothing(self) -> bool:
+        """No measurement, log, snapshot or comparison, and no complete run: nothing to keep."""
+        bookkeeping = {"schema_version", "runs", "targets", "queries"}
+        complete = self._con.execute("SELECT count(*) FROM runs WHERE status = 'complete'")
+        return complete.fetchone()[0] == 0 and all(
+            self._con.execute(f'SELECT count(*) FROM "{table}"').fetchone()[0] == 0
+            for table in sorted(user_tables(self._con) - bookkeeping)
+        )
 
     def __enter__(self) -> Store:
         return self
@@ -191,7 +208,16 @@ class Store(StoreReadsMixin, StoreGroupsMixin, StoreResultsMixin, StoreIngestMix
         exc: BaseException | None,
         traceback: TracebackType | None,
     ) -> None:
+        """A new store left empty by a failing command is removed, not left half-made."""
+        discard = False
+        if exc is not None and self._new and self._depth == 0:
+            try:
+                discard = self._holds_nothing()
+            except Exception:
+                discard = False
         self.close()
+        if discard:
+            self._discard_new()
 
     @contextmanager
     def transaction(self) -> Iterator[None]:
@@ -244,12 +270,20 @@ class Store(StoreReadsMixin, StoreGroupsMixin, StoreResultsMixin, StoreIngestMix
     def begin_run(
         self, label: str, *, workload_hash: str | None, tool_version: str, host: str
     ) -> int:
+        """A new `running` run, owned by this process (see detector.store_owner)."""
         row = self._con.execute(
             "INSERT INTO runs (label, started_at, status, tool_version, workload_hash, host) "
             "VALUES (?, ?, 'running', ?, ?, ?) RETURNING run_id",
             [label, utc_now(), tool_version, workload_hash, host],
         ).fetchone()
-        return int(row[0])
+        run_id = int(row[0])
+        if self._tracks_owners():
+            owner = this_process()
+            self._con.execute(
+                "UPDATE runs SET owner_host = ?, owner_pid = ?, owner_started = ? WHERE run_id = ?",
+                [owner.host, owner.pid, owner.started, run_id],
+            )
+        return run_id
 
     def finish_run(self, run_id: int, status: str = "complete") -> None:
         if status not in RUN_STATUSES or status == "running":

@@ -47,7 +47,10 @@ class StoreBase:
 class StoreReadsMixin(StoreBase):
     def runs(self) -> list[RunRecord]:
         """All runs, oldest first."""
-        rows = self._con.execute(f"SELECT {_RUN_COLUMNS} FROM runs ORDER BY run_id").fetchall()
+        note = "status_note" if "status_note" in self._types_of("runs") else "NULL"
+        rows = self._con.execute(
+            f"SELECT {_RUN_COLUMNS}, {note} FROM runs ORDER BY run_id"
+        ).fetchall()
         return [_run_record(row) for row in rows]
 
     def latest_run_id(self) -> int | None:
@@ -104,11 +107,11 @@ class StoreReadsMixin(StoreBase):
 
 
 def _run_record(row: tuple[Any, ...]) -> RunRecord:
-    run_id, label, started, finished, status, tool_version, workload_hash, host = row
+    run_id, label, started, finished, status, tool_version, workload_hash, host, note = row
     started_at = from_utc_naive(started)
     finished_at = from_utc_naive(finished) if finished is not None else None
     return RunRecord(
-        run_id, label, started_at, finished_at, status, tool_version, workload_hash, host
+        run_id, label, started_at, finished_at, status, tool_version, workload_hash, host, note
     )
 
 

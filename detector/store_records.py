@@ -22,6 +22,7 @@ class RunRecord:
     tool_version: str
     workload_hash: str | None
     host: str
+    note: str | None = None  # why planshift set the status on its own (runs.status_note)
 
 
 @dataclass(frozen=True)
