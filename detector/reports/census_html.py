@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from html import escape
 
 import numpy as np
 
@@ -18,6 +17,7 @@ from detector import __version__
 from detector.census import QueryCensus
 from detector.reports.charts import _figure, _rc, _short, to_svg
 from detector.reports.common import SweepGroup, fmt_tick
+from detector.reports.escape import for_html, for_matplotlib
 from detector.reports.html_assets import CSS
 
 
@@ -102,9 +102,10 @@ def heatmap_svg(grid: CensusGrid, chart_id: str) -> str:
                 color = "white" if share[r, c] > 0.6 else "#333333"
                 text = str(count) if count else "·"
                 ax.text(c, r, text, ha="center", va="center", fontsize=8, color=color)
-        ax.set_xticks(range(len(grid.columns)), [_tick(c) for c in grid.columns])
-        ax.set_yticks(range(len(grid.rows)), [f"{t}: {_short(s, 60)}" for t, s in grid.rows])
-        ax.set_xlabel(grid.param)
+        ax.set_xticks(range(len(grid.columns)), [for_matplotlib(_tick(c)) for c in grid.columns])
+        rows = [for_matplotlib(f"{t}: {_short(s, 60)}") for t, s in grid.rows]
+        ax.set_yticks(range(len(grid.rows)), rows)
+        ax.set_xlabel(for_matplotlib(grid.param))
         ax.tick_params(length=0)
         for spine in ax.spines.values():
             spine.set_visible(False)
@@ -116,12 +117,12 @@ def render_census_html(censuses: Sequence[QueryCensus]) -> str:
     blocks = []
     for index, census in enumerate(censuses):
         switches = "".join(
-            f"<li>{escape(s.describe())}: <code>{escape(s.from_signature)}</code> → "
-            f"<code>{escape(s.to_signature)}</code></li>"
+            f"<li>{for_html(s.describe())}: <code>{for_html(s.from_signature)}</code> → "
+            f"<code>{for_html(s.to_signature)}</code></li>"
             for s in census.switches()
         )
         blocks.append(
-            f"<h2>{escape(census.query_name)}</h2>"
+            f"<h2>{for_html(census.query_name)}</h2>"
             f"{heatmap_svg(grid_from_census(census), f'census{index}')}"
             + (f"<ul>{switches}</ul>" if switches else "<p class=note>no switch point</p>")
         )
@@ -131,9 +132,9 @@ def render_census_html(censuses: Sequence[QueryCensus]) -> str:
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
         f"<title>planshift census</title><style>{CSS}</style></head><body><header>"
         f"<h1>planshift census</h1><div class=meta>{len(targets)} targets: "
-        f"{escape(', '.join(targets))}; {len(points)} sweep points</div></header>"
+        f"{for_html(', '.join(targets))}; {len(points)} sweep points</div></header>"
         f"<main>{''.join(blocks)}<p class=note>executions per target and plan shape at each "
         "point; colour = share of the target's executions there.</p></main>"
-        f"<footer>planshift {escape(__version__)}: a self-contained page (no network).</footer>"
+        f"<footer>planshift {for_html(__version__)}: a self-contained page (no network).</footer>"
         "</body></html>\n"
     )

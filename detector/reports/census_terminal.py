@@ -8,6 +8,7 @@ from rich.console import Console
 from rich.table import Table
 
 from detector.census import QueryCensus
+from detector.reports.escape import for_markup, single_line
 
 
 def cell(census: QueryCensus, target: str, point: str | None) -> str:
@@ -20,19 +21,19 @@ def cell(census: QueryCensus, target: str, point: str | None) -> str:
 
 def render_census(censuses: Sequence[QueryCensus], console: Console) -> None:
     for census in censuses:
-        table = Table(title=census.query_name, title_justify="left", title_style="bold")
+        title = for_markup(census.query_name)
+        table = Table(title=title, title_justify="left", title_style="bold")
         table.add_column("target")
         for point in census.points:
-            table.add_column(point or "samples", justify="right")
+            table.add_column(for_markup(point or "samples"), justify="right")
         for target in census.targets:
-            table.add_row(target, *(cell(census, target, p) for p in census.points))
+            table.add_row(for_markup(target), *(cell(census, target, p) for p in census.points))
         console.print(table)
         for signature in census.signatures:
-            console.print(f"  {census.letter(signature)} = {signature}", markup=False)
+            console.print(single_line(f"  {census.letter(signature)} = {signature}"), markup=False)
         for switch in census.switches():
-            console.print(
-                f"  {switch.describe()}: "
-                f"{census.letter(switch.from_signature)} -> {census.letter(switch.to_signature)}",
-                markup=False,
+            letters = (
+                f"{census.letter(switch.from_signature)} -> {census.letter(switch.to_signature)}"
             )
+            console.print(single_line(f"  {switch.describe()}: {letters}"), markup=False)
         console.print()

@@ -21,6 +21,7 @@ from matplotlib.lines import Line2D
 
 from detector.model import QueryComparison
 from detector.reports.common import SweepGroup, fmt_ms, fmt_number, fmt_tick
+from detector.reports.escape import for_matplotlib
 from detector.reports.sweeps import SweepAnalysis
 
 BASELINE = "#3b6fb6"
@@ -82,7 +83,7 @@ def cdf_chart(query: QueryComparison, chart_id: str) -> str:
             everything.extend(values.tolist())
             y = np.arange(1, len(values) + 1) / len(values)
             ax.step(values, y, where="post", color=color, linewidth=1.6)
-            label = f"{side.label} (n={len(values)})"
+            label = f"{for_matplotlib(side.label)} (n={len(values)})"
             if side.timing:
                 picks = (side.timing.median_ms, side.timing.p90_ms, side.timing.p99_ms)
                 for (_, marker, quantile), value in zip(PERCENTILE_MARKERS, picks, strict=True):
@@ -131,14 +132,15 @@ def sweep_chart(group: SweepGroup, analysis: SweepAnalysis, chart_id: str) -> st
         time_ax: Axes = cost_ax.twinx()
         time_ax.grid(False)
         for series, color in zip(analysis.series, (BASELINE, CANDIDATE), strict=True):
-            cost_ax.plot(xs, series.costs, color=color, linewidth=1.5, label=f"{series.label} cost")
+            label = for_matplotlib(series.label)
+            cost_ax.plot(xs, series.costs, color=color, linewidth=1.5, label=f"{label} cost")
             time_ax.plot(
                 xs,
                 series.durations,
                 color=color,
                 linewidth=1.5,
                 linestyle="--",
-                label=f"{series.label} duration",
+                label=f"{label} duration",
             )
             for x, cost, duration, shape in zip(
                 xs, series.costs, series.durations, series.shapes, strict=True
@@ -159,7 +161,7 @@ def sweep_chart(group: SweepGroup, analysis: SweepAnalysis, chart_id: str) -> st
         ):
             cost_ax.axvline(crossing, color="#555555", linestyle=style, linewidth=1)
             cost_ax.annotate(
-                f"{text}\n{group.param}≈{fmt_number(crossing)}",
+                f"{text}\n{for_matplotlib(group.param)}≈{fmt_number(crossing)}",
                 (crossing, 1.0),
                 xycoords=("data", "axes fraction"),
                 fontsize=7,
@@ -174,12 +176,12 @@ def sweep_chart(group: SweepGroup, analysis: SweepAnalysis, chart_id: str) -> st
             if _spread(values):
                 ax.set_yscale("log")
         if not group.numeric:
-            cost_ax.set_xticks(xs, [p.text for p in group.points])
-        cost_ax.set_xlabel(group.param)
+            cost_ax.set_xticks(xs, [for_matplotlib(p.text) for p in group.points])
+        cost_ax.set_xlabel(for_matplotlib(group.param))
         cost_ax.set_ylabel("estimated cost (solid)")
         time_ax.set_ylabel("median duration, ms (dashed)")
         handles = [
-            Line2D([], [], color=color, label=series.label)
+            Line2D([], [], color=color, label=for_matplotlib(series.label))
             for series, color in zip(analysis.series, (BASELINE, CANDIDATE), strict=True)
         ] + [
             Line2D(
@@ -188,7 +190,7 @@ def sweep_chart(group: SweepGroup, analysis: SweepAnalysis, chart_id: str) -> st
                 linestyle="none",
                 marker=MARKERS[i % len(MARKERS)],
                 color="#444444",
-                label=_short(shape),
+                label=for_matplotlib(_short(shape)),
             )
             for shape, i in sorted(analysis.shape_index.items(), key=lambda kv: kv[1])
         ]

@@ -9,9 +9,12 @@ from __future__ import annotations
 
 from detector.model import ComparisonResult, Finding, QueryComparison, Severity
 from detector.reports.common import failing_findings, ranked_findings, verdict_summary
+from detector.reports.escape import single_line, visible
 
 
 def escape_data(text: str) -> str:
+    """A command's message: GitHub's escapes, and no control character (the log renders ANSI)."""
+    text = visible(text, keep="\r\n\t")
     return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
 
 
@@ -36,7 +39,8 @@ def render_github(result: ComparisonResult, *, fail_on: Severity | None) -> str:
     lines = [annotation(finding, query, fail_on) for _, finding, query in ordered]
     failing = len(failing_findings(result, fail_on))
     lines.append(
-        f"planshift {result.baseline} -> {result.candidate}: {verdict_summary(result)}; "
+        f"planshift {single_line(result.baseline)} -> {single_line(result.candidate)}: "
+        f"{verdict_summary(result)}; "
         f"{len(result.findings)} findings, {failing} at or above --fail-on "
         f"{fail_on.value if fail_on else 'never'}"
     )

@@ -8,8 +8,6 @@ both sides, plan census, findings, and the plan diff).
 
 from __future__ import annotations
 
-from html import escape
-
 from detector import __version__
 from detector.model import ComparisonResult, Severity, Side
 from detector.reports.census_html import grid_from_sweep, heatmap_svg
@@ -28,6 +26,7 @@ from detector.reports.common import (
     verdict_summary,
     version_text,
 )
+from detector.reports.escape import for_html
 from detector.reports.html_assets import CSS, JS
 from detector.reports.html_query import anchor, badge, query_block
 from detector.reports.sweeps import analyze, cost_settings_differ
@@ -69,9 +68,9 @@ def _targets(result: ComparisonResult) -> str:
         rows.append(
             [
                 role,
-                f'<span class="{css}">{escape(name)}</span>',
+                f'<span class="{css}">{for_html(name)}</span>',
                 version_text(version),
-                f"<code>{escape(gucs) or '-'}</code>",
+                f"<code>{for_html(gucs) or '-'}</code>",
             ]
         )
     return _table(["side", "target", "PostgreSQL", "variant settings"], rows)
@@ -95,16 +94,16 @@ def _summary(result: ComparisonResult, fail_on: Severity | None) -> str:
     parts = [
         '<section id="summary"><h2>Summary</h2>',
         gate,
-        f"<p>{escape(verdict_summary(result))}.</p>",
+        f"<p>{for_html(verdict_summary(result))}.</p>",
         '<div class="cards">'
-        + "".join(f"<div class=card><b>{n}</b>{escape(t)}</div>" for n, t in cards)
+        + "".join(f"<div class=card><b>{n}</b>{for_html(t)}</div>" for n, t in cards)
         + "</div>",
         "<h3>Targets</h3>",
         _targets(result),
     ]
     if result.settings_diff:
         rows = [
-            [f"<code>{escape(k)}</code>", escape(a or "default"), escape(b or "default")]
+            [f"<code>{for_html(k)}</code>", for_html(a or "default"), for_html(b or "default")]
             for k, (a, b) in sorted(result.settings_diff.items())
         ]
         parts += [
@@ -113,7 +112,7 @@ def _summary(result: ComparisonResult, fail_on: Severity | None) -> str:
         ]
     if result.findings:
         rows = [
-            [escape(code), escape(name), badge(sev.value, f"s-{sev.value}"), str(n)]
+            [for_html(code), for_html(name), badge(sev.value, f"s-{sev.value}"), str(n)]
             for code, name, sev, n in rule_counts(result)
         ]
         parts += [
@@ -124,17 +123,17 @@ def _summary(result: ComparisonResult, fail_on: Severity | None) -> str:
         everything = ranked_findings(result)
         for impact, finding, query in everything[:TOP_FINDINGS]:
             where = (
-                f'<a href="#{anchor(query)}">{escape(query.label)}</a>'
+                f'<a href="#{anchor(query)}">{for_html(query.label)}</a>'
                 if query
-                else escape(finding.query_name)
+                else for_html(finding.query_name)
             )
             ranked.append(
                 [
                     fmt_ms(impact),
                     badge(finding.severity.value, f"s-{finding.severity.value}"),
-                    escape(finding.code),
+                    for_html(finding.code),
                     where,
-                    escape(finding.message),
+                    for_html(finding.message),
                 ]
             )
         parts += [
@@ -154,16 +153,16 @@ def _sweep(group: SweepGroup, index: int, result: ComparisonResult) -> str:
     facts = []
     for switch in analysis.switches:
         facts.append(
-            f"<b>{escape(switch.side)}</b> switches plan between {group.param}="
-            f"{escape(switch.after)} and {escape(switch.before)}: <code>{escape(switch.old)}"
-            f"</code> → <code>{escape(switch.new)}</code>"
+            f"<b>{for_html(switch.side)}</b> switches plan between {for_html(group.param)}="
+            f"{for_html(switch.after)} and {for_html(switch.before)}: <code>{for_html(switch.old)}"
+            f"</code> → <code>{for_html(switch.new)}</code>"
         )
     for name, found in (
         ("costs", analysis.cost_crossings),
         ("durations", analysis.duration_crossings),
     ):
         where = (
-            ", ".join(f"{group.param}≈{fmt_number(x)}" for x in found)
+            ", ".join(f"{for_html(group.param)}≈{fmt_number(x)}" for x in found)
             or "nowhere in the measured range"
         )
         facts.append(f"the {name} of the two sides cross {where}")
@@ -177,14 +176,14 @@ def _sweep(group: SweepGroup, index: int, result: ComparisonResult) -> str:
         "planner switches) and the duration crossing (where the clock does) it picks the slower plan."
     )
     return (
-        f'<h3 id="sweep-{index}">{escape(group.name)}: {len(group.points)} points of {escape(group.param)}</h3>'
+        f'<h3 id="sweep-{index}">{for_html(group.name)}: {len(group.points)} points of {for_html(group.param)}</h3>'
         f"<ul>{''.join(f'<li>{f}</li>' for f in facts)}</ul>"
         f"{sweep_chart(group, analysis, f'sweep{index}')}"
-        f'<p class="note">{escape(caveat)}</p>'
-        f"<h3>Plan-shape census: {escape(group.name)}</h3>"
+        f'<p class="note">{for_html(caveat)}</p>'
+        f"<h3>Plan-shape census: {for_html(group.name)}</h3>"
         f"{heatmap_svg(grid_from_sweep(group), f'census{index}')}"
         f'<p class="note">executions per side and plan shape at each point; colour = share of '
-        f"the side's executions. {escape(CENSUS_NOTE)}</p>"
+        f"the side's executions. {for_html(CENSUS_NOTE)}</p>"
     )
 
 
@@ -201,11 +200,11 @@ def render_html(result: ComparisonResult, *, fail_on: Severity | None) -> str:
         "<!DOCTYPE html>\n"
         '<html lang="en"><head><meta charset="utf-8">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
-        f"<title>planshift: {escape(result.baseline)} vs {escape(result.candidate)}</title>"
+        f"<title>planshift: {for_html(result.baseline)} vs {for_html(result.candidate)}</title>"
         f"<style>{CSS}</style><script>{JS}</script></head><body>"
-        f"<header><h1>planshift: {escape(result.baseline)} → {escape(result.candidate)}</h1>"
-        f'<div class="meta">{escape(title(result))}; run {", ".join(map(str, result.run_ids))}'
-        + (f"; settings that differ: {escape(settings)}" if settings else "")
+        f"<header><h1>planshift: {for_html(result.baseline)} → {for_html(result.candidate)}</h1>"
+        f'<div class="meta">{for_html(title(result))}; run {", ".join(map(str, result.run_ids))}'
+        + (f"; settings that differ: {for_html(settings)}" if settings else "")
         + f'</div><nav>{nav}<a href="#queries">Queries</a></nav></header><main>'
         f"{_summary(result, fail_on)}"
         + (f'<section id="sweeps"><h2>Sweeps</h2>{sweeps}</section>' if groups else "")
@@ -213,7 +212,7 @@ def render_html(result: ComparisonResult, *, fail_on: Severity | None) -> str:
         '<button id="expand-all" type="button">expand all</button>'
         '<button id="collapse-all" type="button">collapse all</button></div>'
         f"{queries}</section></main>"
-        f"<footer>planshift {escape(__version__)}: a self-contained report (no network); "
+        f"<footer>planshift {for_html(__version__)}: a self-contained report (no network); "
         "charts by matplotlib. Durations are server execution times.</footer>"
         "</body></html>\n"
     )

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-from html import escape
-
 from detector.model import Finding, PlanNode, PlanVariant, QueryComparison, Side
 from detector.model.fingerprint import node_label
 from detector.reports.charts import cdf_chart
 from detector.reports.common import fmt_count, fmt_ms, is_quiet, slug
+from detector.reports.escape import for_html
 from detector.reports.plan_diff import DiffRow, FlatNode, align, q_error
 
 Q_ERROR_MARK = 10.0  # estimated vs actual rows off by this factor or more are marked
@@ -18,7 +17,7 @@ def anchor(query: QueryComparison) -> str:
 
 
 def badge(text: str, kind: str) -> str:
-    return f'<span class="badge {kind}">{escape(text)}</span>'
+    return f'<span class="badge {kind}">{for_html(text)}</span>'
 
 
 def _timings(query: QueryComparison) -> str:
@@ -31,7 +30,7 @@ def _timings(query: QueryComparison) -> str:
         numbers = "".join(
             f'<td class="num">{c if isinstance(c, int) else fmt_ms(c)}</td>' for c in cells
         )
-        rows.append(f'<tr><td class="{css}">{escape(side.label)}</td>{numbers}</tr>')
+        rows.append(f'<tr><td class="{css}">{for_html(side.label)}</td>{numbers}</tr>')
     head = "".join(f'<th class="num">{h}</th>' for h in ("n", "median", "p90", "p99", "min", "max"))
     return (
         f"<table><thead><tr><th>side (ms)</th>{head}</tr></thead>"
@@ -44,12 +43,12 @@ def _census(query: QueryComparison) -> str:
     for side, css in ((query.baseline, "side-base"), (query.candidate, "side-cand")):
         for plan in side.plans:
             rows.append(
-                f'<tr><td class="{css}">{escape(side.label)}</td>'
+                f'<tr><td class="{css}">{for_html(side.label)}</td>'
                 f'<td class="num">{plan.samples}/{side.samples}</td>'
                 f'<td class="num">{fmt_ms(plan.median_ms)}</td>'
                 f'<td class="num">{plan.median_cost:,.1f}</td>'
                 f'<td class="num">{fmt_count(plan.median_shared_blocks)}</td>'
-                f'<td class="sig">{escape(plan.signature)}</td></tr>'
+                f'<td class="sig">{for_html(plan.signature)}</td></tr>'
             )
     return (
         '<table class="census"><thead><tr><th>side</th><th class="num">executions</th>'
@@ -77,7 +76,7 @@ def _extras(node: PlanNode) -> str:
         parts.append(f"{fmt_count(node.actual_loops)} loops")
     if node.workers_launched:
         parts.append(f"{node.workers_launched} workers")
-    return f" <small>{escape(', '.join(parts))}</small>" if parts else ""
+    return f" <small>{for_html(', '.join(parts))}</small>" if parts else ""
 
 
 def borrowed(variant: PlanVariant) -> bool:
@@ -110,10 +109,10 @@ def _node_cells(flat: FlatNode | None, css: str) -> str:
     qtitle = f' title="q-error {qerr:,.1f}"' if qerr is not None else ""
     return (
         f'<td class="node {css}" style="padding-left:{0.6 + 1.2 * flat.depth:.1f}em">'
-        f"{escape(node_label(node))}{_extras(node)}</td>"
+        f"{for_html(node_label(node))}{_extras(node)}</td>"
         f'<td class="num {css}">{fmt_count(node.plan_rows)}</td>'
         f'<td class="num {css}{qcss}"{qtitle}>{fmt_count(node.actual_rows_total)}</td>'
-        f'<td class="num {css}" title="{escape(title)}">{buffers.shared_total:,}</td>'
+        f'<td class="num {css}" title="{for_html(title)}">{buffers.shared_total:,}</td>'
     )
 
 
@@ -123,7 +122,7 @@ def plan_diff_table(query: QueryComparison) -> str:
     lent = [s for s in (query.baseline, query.candidate) if borrowed(s.dominant)]
     note = ""
     if lent:
-        who = " and ".join(escape(s.label) for s in lent)
+        who = " and ".join(for_html(s.label) for s in lent)
         note = (
             f'<p class="note borrowed">{who}: the per-node numbers come from another execution '
             "of the same plan shape (another query or sweep point; the store keeps one EXPLAIN per "
@@ -132,7 +131,7 @@ def plan_diff_table(query: QueryComparison) -> str:
         )
     body = []
     for row in rows:
-        title = f' title="{escape("; ".join(row.changes))}"' if row.changes else ""
+        title = f' title="{for_html("; ".join(row.changes))}"' if row.changes else ""
         base_css = "b lent" if query.baseline in lent else "b"
         cand_css = "c lent" if query.candidate in lent else "c"
         body.append(
@@ -146,9 +145,9 @@ def plan_diff_table(query: QueryComparison) -> str:
     changed = sum(r.status != "same" for r in rows)
     return note + (
         f'<table class="plandiff" data-changed="{changed}"><thead><tr>'
-        + head_side.format(f'<span class="side-base">{escape(query.baseline.label)}</span> plan')
+        + head_side.format(f'<span class="side-base">{for_html(query.baseline.label)}</span> plan')
         + '<th class="gap"></th>'
-        + head_side.format(f'<span class="side-cand">{escape(query.candidate.label)}</span> plan')
+        + head_side.format(f'<span class="side-cand">{for_html(query.candidate.label)}</span> plan')
         + f"</tr></thead><tbody>{''.join(body)}</tbody>"
         "<caption>one EXPLAIN ANALYZE of each side's most frequent plan; rows are totals over "
         f"loops, buffers shared hit + read; actual rows off by {Q_ERROR_MARK:.0f}x or more in red. "
@@ -163,7 +162,7 @@ def _several_shapes(side: Side) -> str:
     if len(side.plans) < 2:
         return ""
     return (
-        f'<p class="note">{escape(side.label)} used {len(side.plans)} plan shapes; the diff shows '
+        f'<p class="note">{for_html(side.label)} used {len(side.plans)} plan shapes; the diff shows '
         f"the most frequent ({side.dominant.samples}/{side.samples}).</p>"
     )
 
@@ -177,16 +176,16 @@ def query_block(query: QueryComparison, findings: list[Finding], chart_id: str) 
         count = sum(f.severity == severity for f in findings)
         badges += badge(f"{count} {severity.value}", f"s-{severity.value}")
     items = "".join(
-        f"<li>{badge(f.severity.value, 's-' + f.severity.value)} <b>{escape(f.code)} "
-        f"{escape(f.name)}</b>: {escape(f.message)}</li>"
+        f"<li>{badge(f.severity.value, 's-' + f.severity.value)} <b>{for_html(f.code)} "
+        f"{for_html(f.name)}</b>: {for_html(f.message)}</li>"
         for f in findings
     )
     open_attr = "" if is_quiet(query) and not findings else " open"
     return (
         f'<details class="query" id="{anchor(query)}"{open_attr}>'
-        f"<summary><b>{escape(query.label)}</b>{badges}"
-        f'<span class="why">{escape(query.timing.describe())}</span></summary>'
-        f"<pre>{escape(query.sql.strip())}</pre>"
+        f"<summary><b>{for_html(query.label)}</b>{badges}"
+        f'<span class="why">{for_html(query.timing.describe())}</span></summary>'
+        f"<pre>{for_html(query.sql.strip())}</pre>"
         f'<div class="grid"><div>{_timings(query)}'
         + (f'<ul class="findings">{items}</ul>' if items else "")
         + f"</div><div>{cdf_chart(query, chart_id)}</div></div>{_census(query)}"

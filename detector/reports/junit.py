@@ -12,6 +12,7 @@ import xml.etree.ElementTree as ET
 
 from detector.model import ComparisonResult, Finding, QueryComparison, Severity
 from detector.reports.common import findings_by_query, settings_text, title
+from detector.reports.escape import for_xml
 
 
 def _finding_line(finding: Finding) -> str:
@@ -54,6 +55,15 @@ def _case(
     return bool(failing)
 
 
+def _clean(root: ET.Element) -> None:
+    """Every text and attribute as XML 1.0 allows (names and messages are user text)."""
+    for element in root.iter():
+        if element.text:
+            element.text = for_xml(element.text)
+        for key, value in list(element.attrib.items()):
+            element.set(key, for_xml(value))
+
+
 def render_junit(result: ComparisonResult, *, fail_on: Severity | None) -> str:
     owned, orphans = findings_by_query(result)
     root = ET.Element("testsuites", {"name": "planshift"})
@@ -88,5 +98,6 @@ def render_junit(result: ComparisonResult, *, fail_on: Severity | None) -> str:
         element.set("errors", "0")
         element.set("skipped", "0")
         element.set("time", f"{total:.6f}")
+    _clean(root)
     ET.indent(root)
     return ET.tostring(root, encoding="unicode", xml_declaration=True) + "\n"

@@ -20,6 +20,13 @@ from detector.reports.common import (
     verdict_summary,
     version_text,
 )
+from detector.reports.escape import (
+    for_html,
+    markdown_code,
+    markdown_code_span,
+    markdown_inline,
+    single_line,
+)
 
 MARKER = "<!-- planshift-report -->"
 MAX_DETAILS = 40  # GitHub comments stop at 65536 characters
@@ -32,20 +39,21 @@ VERDICT_ICON = {
 }
 
 
-def cell(text: str) -> str:
-    """Table-cell safe: pipes escaped, one line."""
-    return text.replace("|", "\\|").replace("\n", " ")
+def cell_code(text: str) -> str:
+    """Inline code in a table cell: GFM splits cells at every unescaped pipe, even in code."""
+    return markdown_code_span(text).replace("|", "\\|")
 
 
-def code(text: str) -> str:
-    return f"`{text.replace('`', '')}`"
+def summary_text(text: str) -> str:
+    """Text inside the raw HTML of `<summary>`: Markdown is not rendered there."""
+    return for_html(single_line(text))
 
 
 def _plan_cell(query: QueryComparison) -> str:
     base, cand = query.baseline.dominant.signature, query.candidate.dominant.signature
     if query.plan_changed:
-        return f"{code(base)} → {code(cand)}"
-    return f"same: {code(base)}"
+        return f"{cell_code(base)} → {cell_code(cand)}"
+    return f"same: {cell_code(base)}"
 
 
 def _pair(base: float | None, cand: float | None) -> str:
@@ -63,14 +71,16 @@ def _headline(result: ComparisonResult, fail_on: Severity | None) -> list[str]:
     base_v, cand_v = result.versions
     lines = [
         MARKER,
-        f"### {icon} planshift: `{result.baseline}` → `{result.candidate}`",
+        f"### {icon} planshift: {markdown_code_span(result.baseline)} → {markdown_code_span(result.candidate)}",
         "",
         f"Gate {gate}. {verdict_summary(result)}; {len(result.findings)} findings.",
         "",
         f"PostgreSQL {version_text(base_v)} → {version_text(cand_v)}, "
         f"run {', '.join(map(str, result.run_ids))}."
         + (
-            " Settings that differ: " + ", ".join(code(s) for s in settings_text(result, "→")) + "."
+            " Settings that differ: "
+            + ", ".join(markdown_code_span(s) for s in settings_text(result, "→"))
+            + "."
             if result.settings_diff
             else ""
         ),
@@ -94,12 +104,12 @@ def _table(queries: list[QueryComparison], worst: dict[str, Severity]) -> list[s
             "| "
             + " | ".join(
                 [
-                    f"[{cell(query.label)}](#{_anchor(query)})",
+                    f"[{markdown_inline(query.label)}](#{_anchor(query)})",
                     verdict,
-                    cell(query.timing.describe()),
+                    markdown_inline(query.timing.describe()),
                     _pair(base.median_ms if base else None, cand.median_ms if cand else None),
                     _pair(base.p90_ms if base else None, cand.p90_ms if cand else None),
-                    cell(_plan_cell(query)),
+                    _plan_cell(query),
                 ]
             )
             + " |"
@@ -116,8 +126,9 @@ def _census(side: Side) -> list[str]:
     for plan in side.plans:
         buffers = fmt_count(plan.median_shared_blocks)
         rows.append(
-            f"| {cell(side.label)} | {plan.samples}/{side.samples} | {fmt_ms(plan.median_ms)} | "
-            f"{plan.median_cost:,.1f} | {buffers} | {cell(code(plan.signature))} |"
+            f"| {markdown_inline(side.label)} | {plan.samples}/{side.samples} | "
+            f"{fmt_ms(plan.median_ms)} | {plan.median_cost:,.1f} | {buffers} | "
+            f"{cell_code(plan.signature)} |"
         )
     return rows
 
@@ -129,12 +140,10 @@ def _details(query: QueryComparison, findings: list[Finding]) -> list[str]:
         flags.append("plan changed")
     lines = [
         "",
-        f'<details><summary><a name="{_anchor(query)}"></a><b>{query.label}</b>: '
-        f"{cell(', '.join(flags))}</summary>",
+        f'<details><summary><a name="{_anchor(query)}"></a><b>{summary_text(query.label)}</b>: '
+        f"{summary_text(', '.join(flags))}</summary>",
         "",
-        "```sql",
-        query.sql.strip(),
-        "```",
+        markdown_code(query.sql.strip(), "sql"),
         "",
         "| side | plan samples | median ms | cost | shared buffers | plan |",
         "|---|---|---|---|---|---|",
@@ -150,9 +159,16 @@ def _details(query: QueryComparison, findings: list[Finding]) -> list[str]:
         )
     if findings:
         lines.append("")
-        lines.extend(f"- **{f.severity.value}** {f.code} {f.name}: {f.message}" for f in findings)
+        lines.extend(_finding(f) for f in findings)
     lines += ["", "</details>"]
     return lines
+
+
+def _finding(finding: Finding) -> str:
+    return (
+        f"- **{finding.severity.value}** {markdown_inline(finding.code)} "
+        f"{markdown_inline(finding.name)}: {markdown_inline(finding.message)}"
+    )
 
 
 def render_markdown(result: ComparisonResult, *, fail_on: Severity | None) -> str:
@@ -181,6 +197,6 @@ def render_markdown(result: ComparisonResult, *, fail_on: Severity | None) -> st
         lines += ["", f"({len(notable) - len(shown)} more queries: see the HTML or JSON report.)"]
     if orphans:
         lines += ["", "Other findings:", ""]
-        lines.extend(f"- **{f.severity.value}** {f.code} {f.name}: {f.message}" for f in orphans)
+        lines.extend(_finding(f) for f in orphans)
     lines += ["", "<sub>planshift · impact = |median change| × executions</sub>", ""]
     return "\n".join(lines)

@@ -8,6 +8,7 @@ from rich.text import Text
 from detector.census import comparison_switches
 from detector.model import ComparisonResult, QueryComparison, Severity, Side, Verdict
 from detector.reports.common import settings_text, version_text
+from detector.reports.escape import for_markup, single_line
 
 SEVERITY_STYLE = {Severity.ERROR: "bold red", Severity.WARNING: "yellow", Severity.INFO: "cyan"}
 VERDICT_STYLE = {
@@ -26,18 +27,18 @@ def census_lines(side: Side, width: int) -> list[Text]:
     """One line per plan shape: `current  30/30  1.513 ms  329 buf  BitmapHeapScan(...)`."""
     lines = []
     for plan in side.plans:
-        line = Text(f"  {side.label:<{width}}  {plan.samples:>3}/{side.samples:<3} ")
+        line = Text(f"  {single_line(side.label):<{width}}  {plan.samples:>3}/{side.samples:<3} ")
         line.append(f"{_ms(plan.median_ms):>9} ms ")
         if plan.median_shared_blocks is not None:
             line.append(f"{plan.median_shared_blocks:>8.0f} buf  ")
-        line.append(plan.signature, style="bold" if plan is side.dominant else "")
+        line.append(single_line(plan.signature), style="bold" if plan is side.dominant else "")
         lines.append(line)
     return lines
 
 
 def query_block(query: QueryComparison, console: Console) -> None:
     head = Text()
-    head.append(query.label, style="bold")
+    head.append(single_line(query.label), style="bold")
     head.append("  ")
     head.append(query.timing.verdict.value, style=VERDICT_STYLE[query.timing.verdict])
     head.append(f"  {query.timing.describe()}")
@@ -49,7 +50,7 @@ def query_block(query: QueryComparison, console: Console) -> None:
             f"p90 {_ms(base.p90_ms)} -> {_ms(cand.p90_ms)} ms, "
             f"p99 {_ms(base.p99_ms)} -> {_ms(cand.p99_ms)} ms"
         )
-    width = max(len(query.baseline.label), len(query.candidate.label))
+    width = max(len(single_line(s.label)) for s in (query.baseline, query.candidate))
     for line in census_lines(query.baseline, width) + census_lines(query.candidate, width):
         console.print(line, overflow="fold")
 
@@ -77,15 +78,15 @@ def data_lines(result: ComparisonResult) -> list[str]:
 def render_terminal(result: ComparisonResult, console: Console, *, verbose: bool = False) -> None:
     base_v, cand_v = result.versions
     console.print(
-        f"[bold]planshift compare[/]: baseline [bold]{result.baseline}[/] (PostgreSQL "
-        f"{version_text(base_v)}) vs candidate [bold]{result.candidate}[/] (PostgreSQL "
+        f"[bold]planshift compare[/]: baseline [bold]{for_markup(result.baseline)}[/] (PostgreSQL "
+        f"{version_text(base_v)}) vs candidate [bold]{for_markup(result.candidate)}[/] (PostgreSQL "
         f"{version_text(cand_v)}), run {', '.join(map(str, result.run_ids))}"
     )
     if result.settings_diff:
         diffs = ", ".join(settings_text(result))
-        console.print(f"settings that differ: {diffs}")
+        console.print(f"settings that differ: {for_markup(diffs)}")
     for fact in data_lines(result):
-        console.print(fact, markup=False)
+        console.print(single_line(fact), markup=False)
     shown = 0
     for query in result.queries:
         quiet = not query.plan_changed and query.timing.verdict in (
@@ -102,10 +103,8 @@ def render_terminal(result: ComparisonResult, console: Console, *, verbose: bool
         console.print("\n[bold]plan switch points[/] (dominant plan per sweep point):")
         for name, found in switches.items():
             for switch in found:
-                console.print(
-                    f"  {name}: {switch.describe()}: {switch.from_signature} -> {switch.to_signature}",
-                    markup=False,
-                )
+                moved = f"{switch.describe()}: {switch.from_signature} -> {switch.to_signature}"
+                console.print(single_line(f"  {name}: {moved}"), markup=False)
     hidden = len(result.queries) - shown
     if hidden:
         console.print(
@@ -117,13 +116,12 @@ def render_terminal(result: ComparisonResult, console: Console, *, verbose: bool
         line = Text()
         line.append(f"{finding.severity.value:<7} ", style=SEVERITY_STYLE[finding.severity])
         line.append(f"{finding.code} {finding.name} ", style="bold")
-        line.append(f"{finding.query_name} [{finding.point}]: " if finding.point else f"{finding.query_name}: ")
-        line.append(finding.message)
+        where = f"{finding.query_name} [{finding.point}]" if finding.point else finding.query_name
+        line.append(single_line(f"{where}: {finding.message}"))
         console.print(line)
     for finding, reason in result.suppressed:
-        console.print(
-            f"suppressed {finding.code} {finding.name} {finding.query_name}: {reason}", style="dim"
-        )
+        text = f"suppressed {finding.code} {finding.name} {finding.query_name}: {reason}"
+        console.print(single_line(text), style="dim", markup=False)
     if result.noise_run is not None:
         console.print(f"noise floors from A/A run {result.noise_run}", style="dim")
     counts = result.verdict_counts()
