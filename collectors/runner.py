@@ -3,7 +3,8 @@
 After the warm-up, sample i of a query runs on every side before sample i+1 (A B, B A, ...), with
 the same parameter values on every side, so drift (cache, autovacuum, a noisy neighbour) hits
 all sides alike; the side that goes first rotates, so the cache one execution warms for the
-next favours no side. Each statement runs as `EXPLAIN (ANALYZE, BUFFERS, SETTINGS, FORMAT JSON)` in a
+next favours no side. Each statement runs as `EXPLAIN (ANALYZE, TIMING OFF, BUFFERS, SETTINGS,
+FORMAT JSON)` (the workload's `timing` mode: "off", "on" or "plain") in a
 transaction that is always rolled back, with the variant's GUCs set by
 `set_config(name, value, true)` inside that transaction, in a session of its own per side
 (collectors/session.py says how a statement is kept from ending that transaction).
@@ -31,7 +32,12 @@ from detector.model import Observation, Plan, parse_plan
 from detector.store import Store
 from detector.workload import Query, Workload, setup_relations, statement_count
 
-EXPLAIN = "EXPLAIN (ANALYZE, BUFFERS, SETTINGS, FORMAT JSON) "
+# measured executions skip per-node timing by default: its cost grows with the rows a plan
+# moves, so it would skew a hash join against a nested loop (TIMING = "on" keeps it)
+EXPLAIN = {
+    "off": "EXPLAIN (ANALYZE, TIMING OFF, BUFFERS, SETTINGS, FORMAT JSON) ",
+    "on": "EXPLAIN (ANALYZE, BUFFERS, SETTINGS, FORMAT JSON) ",
+}
 GENERIC_EXPLAIN = "EXPLAIN (GENERIC_PLAN, SETTINGS, FORMAT JSON) "
 PREPARED_NAME = "planshift_generic"
 
@@ -128,12 +134,22 @@ def _run_setup(server: Server, conn: psycopg.Connection[Any], statements: Sequen
             ) from exc
 
 
-def _explain(side: Side, query: Query, params: dict[str, Any], timeout: str) -> tuple[str, float]:
+def _execute(
+    side: Side, query: Query, params: dict[str, Any], timeout: str, timing: str
+) -> tuple[str, float | None, float]:
+    """(EXPLAIN JSON, duration ms, client ms) of one execution in the workload's timing mode:
+    the server's Execution Time under EXPLAIN ANALYZE, or in "plain" mode the round trip of
+    the bare statement (its plan from an EXPLAIN ANALYZE, TIMING OFF run just before)."""
     gucs = {"statement_timeout": timeout, **side.gucs}
     # a query without placeholders is sent as written: `LIKE 'PROMO%'` keeps its `%`
     bound = params if query.placeholders else None
-    value, client_ms = one_statement(side.connection, EXPLAIN + query.sql, bound, gucs)
-    return str(value), client_ms
+    explain = EXPLAIN["on" if timing == "on" else "off"]
+    value, client_ms = one_statement(side.connection, explain + query.sql, bound, gucs)
+    plan_json = str(value)
+    if timing != "plain":
+        return plan_json, None, client_ms
+    _, plain_ms = one_statement(side.connection, query.sql, bound, gucs, first_value=False)
+    return plan_json, plain_ms, plain_ms
 
 
 def _generic_plan(side: Side, sql: str, timeout: str) -> str:
@@ -252,7 +268,12 @@ def run_workload(
                 source=side.server.source,
                 server_version_num=side.server.info.get("server_version_num"),
                 gucs=side.gucs,
-                info={**side.server.info, "server": side.server.name, "variant": side.variant},
+                info={
+                    **side.server.info,
+                    "server": side.server.name,
+                    "variant": side.variant,
+                    "timing": workload.timing,
+                },
             )
         for query in _selected(workload, options):
             key = query_key(query)
@@ -298,7 +319,9 @@ def _measure(
         for recorded in passes:
             for side in rotated(sides, index):
                 try:
-                    plan_json, client_ms = _explain(side, query, params, options.statement_timeout)
+                    plan_json, plain_ms, client_ms = _execute(
+                        side, query, params, options.statement_timeout, workload.timing
+                    )
                 except psycopg.Error as exc:
                     raise PlanshiftError(
                         f"query {query.name} failed on {side.name}: {str(exc).strip()}",
@@ -308,7 +331,7 @@ def _measure(
                     progress(f"{query.name} {point or ''}".strip(), 1)
                 if recorded:
                     observation = _observation(
-                        side, key, params, plan_json, client_ms, index - warmup, point
+                        side, key, params, plan_json, client_ms, index - warmup, point, plain_ms
                     )
                     side.check_settings(observation.plan, f"{query.name} {point or ''}".strip())
                     observations.append(observation)
@@ -323,6 +346,7 @@ def _observation(
     client_ms: float,
     sample_index: int,
     point: str | None,
+    plain_ms: float | None,
 ) -> Observation:
     plan = parse_plan(plan_json)
     return Observation(
@@ -331,7 +355,7 @@ def _observation(
         params=json.dumps(params, sort_keys=True, default=str),
         plan=plan,
         plan_json=plan_json,
-        duration_ms=plan.execution_ms,
+        duration_ms=plan.execution_ms if plain_ms is None else plain_ms,
         planning_ms=plan.planning_ms,
         client_ms=client_ms,
         sample_index=sample_index,

@@ -51,9 +51,10 @@ def one_statement(
     sql: str,
     params: Mapping[str, Any] | None = None,
     gucs: Mapping[str, str] | None = None,
+    first_value: bool = True,
 ) -> tuple[Any, float]:
     """Run one statement in a transaction that is rolled back; (first column of the first row,
-    wall milliseconds of the round trip).
+    or with first_value=False the number of rows fetched; wall milliseconds of the round trip).
 
     `params` None sends the SQL as written (a literal `%` stays a `%`); with a mapping, psycopg
     merges `%(name)s` values client-side, as literals, so the planner sees what a client's query
@@ -71,7 +72,10 @@ def one_statement(
             statement.execute(sql, params)
         # session-level advisory locks outlive ROLLBACK; another side's session would wait on them
         conn.execute("SELECT pg_advisory_unlock_all()")
+    # the pipeline's end waited for every result, the statement's rows included
     elapsed_ms = (time.perf_counter() - started) * 1000.0
+    if not first_value:
+        return len(statement.fetchall()) if statement.description is not None else 0, elapsed_ms
     row = statement.fetchone()
     if row is None:
         raise PlanshiftError("the statement returned no row", f"statement: {sql[:200]}")

@@ -8,7 +8,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from detector import stats
+from detector import stats, stats_paired
 from detector.approvals import approval_key
 from detector.config import Suppression
 from detector.errors import PlanshiftError
@@ -117,18 +117,17 @@ def _compare(
     else:
         pairs = pair_sides(store, baseline, candidate, query=options.query)
     timed = [p for p in pairs if p.baseline.durations_ms or p.candidate.durations_ms]
-    floors = options.noise_floors
-    verdicts = stats.compare_timings_batch(
-        [(p.baseline.durations_ms, p.candidate.durations_ms) for p in timed],
-        min_effect=options.min_effect,
-        alpha=options.alpha,
-        min_samples=options.min_samples,
-        noise_floor=[floors.get(p.label) for p in timed] if floors else None,
+    interleaved = is_interleaved(baseline, candidate)
+    verdicts = stats.control_false_discoveries(
+        [
+            below_min_delta(pair, verdict, options.min_delta_ms)
+            for pair, verdict in zip(
+                timed, timing_verdicts(timed, interleaved, options), strict=True
+            )
+        ],
+        options.alpha,
     )
-    timing_of = {
-        id(p): below_min_delta(p, v, options.min_delta_ms)
-        for p, v in zip(timed, verdicts, strict=True)
-    }
+    timing_of = {id(p): v for p, v in zip(timed, verdicts, strict=True)}
     plan_only = plan_only_timing(options.min_effect)
     approved = options.approved
     comparisons = [
@@ -165,7 +164,75 @@ def _compare(
         versions=(baseline.server_version_num, candidate.server_version_num),
         tables=table_facts(baseline, candidate),
         noise_run=options.noise_run if isinstance(options.noise_run, int) else None,
+        interleaved=interleaved,
     )
+
+
+def is_interleaved(baseline: TargetRecord, candidate: TargetRecord) -> bool:
+    """Both sides measured by the runner in one run: sample i ran back to back on both."""
+    measured = {"embedded", "dsn"}
+    return (
+        baseline.run_id == candidate.run_id
+        and baseline.source in measured
+        and candidate.source in measured
+        and not is_window(baseline.name)
+        and not is_window(candidate.name)
+    )
+
+
+def aligned(pair: SidePair) -> tuple[list[float], list[float]]:
+    """The durations of the samples both sides have, in sample order."""
+    candidate = dict(zip(pair.candidate.sample_indices, pair.candidate.durations_ms, strict=True))
+    both = sorted(
+        (index, duration, candidate[index])
+        for index, duration in zip(
+            pair.baseline.sample_indices, pair.baseline.durations_ms, strict=True
+        )
+        if index in candidate
+    )
+    return [b for _, b, _ in both], [c for _, _, c in both]
+
+
+def timing_verdicts(
+    timed: Sequence[SidePair], interleaved: bool, options: CompareOptions
+) -> list[TimingComparison]:
+    """Paired statistics for the samples both interleaved sides have, two-sample statistics
+    otherwise (other runs, time windows, a side without timings)."""
+    floors = [options.noise_floors.get(p.label) for p in timed]
+    matched = [aligned(p) if interleaved else ([], []) for p in timed]
+    paired = [i for i, (b, _) in enumerate(matched) if b]
+    unpaired = [i for i, (b, _) in enumerate(matched) if not b]
+    results: dict[int, TimingComparison] = {}
+    results.update(
+        zip(
+            paired,
+            stats_paired.compare_paired_batch(
+                [matched[i] for i in paired],
+                min_effect=options.min_effect,
+                alpha=options.alpha,
+                min_samples=options.min_samples,
+                noise_floor=[floors[i] for i in paired],
+            ),
+            strict=True,
+        )
+    )
+    results.update(
+        zip(
+            unpaired,
+            stats.compare_timings_batch(
+                [
+                    (timed[i].baseline.durations_ms, timed[i].candidate.durations_ms)
+                    for i in unpaired
+                ],
+                min_effect=options.min_effect,
+                alpha=options.alpha,
+                min_samples=options.min_samples,
+                noise_floor=[floors[i] for i in unpaired],
+            ),
+            strict=True,
+        )
+    )
+    return [results[i] for i in range(len(timed))]
 
 
 def table_facts(baseline: TargetRecord, candidate: TargetRecord) -> dict[str, dict[str, Any]]:

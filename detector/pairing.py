@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from itertools import pairwise, repeat
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -95,6 +95,7 @@ def make_side(
         timing,
         None,
         planning_ms,
+        (),
     )
 
 
@@ -156,6 +157,10 @@ class _Sides:
                 _slices(
                     g.planning_ms[g.planning_known].tolist(), known_planning[side_rows].tolist()
                 ),
+                _slices(
+                    g.sample_indices[g.duration_known].tolist(),
+                    known_durations[side_rows].tolist(),
+                ),
             )
         )
 
@@ -195,7 +200,7 @@ class _Sides:
         ]
 
 
-def _slices(values: list[float], bounds: list[int]) -> list[tuple[float, ...]]:
+def _slices(values: list[Any], bounds: list[int]) -> list[tuple[Any, ...]]:
     """values[bounds[i]:bounds[i + 1]] for each i, as tuples."""
     return [tuple(values[lo:hi]) for lo, hi in pairwise(bounds)]
 

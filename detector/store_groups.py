@@ -64,7 +64,8 @@ ORDER BY query_key, point, target_id, fingerprint
 """
 
 _SAMPLES = f"""
-SELECT duration_ms, planning_ms, total_cost, coalesce(shared_hit, 0) + coalesce(shared_read, 0)
+SELECT duration_ms, planning_ms, total_cost, coalesce(shared_hit, 0) + coalesce(shared_read, 0),
+       sample_index
 {_OBSERVATIONS}
 ORDER BY query_key, point, target_id, fingerprint, sample_index
 """
@@ -89,6 +90,7 @@ class GroupedSamples:
     planning_known: npt.NDArray[np.bool_]
     total_cost: npt.NDArray[np.float64]
     shared_blocks: npt.NDArray[np.float64]
+    sample_indices: npt.NDArray[np.int64]
 
 
 def _column(values: Any) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.bool_]]:
@@ -109,7 +111,7 @@ class StoreGroupsMixin(StoreBase):
         keys, points, targets, fingerprints, sizes, numbers = (
             zip(*groups, strict=True) if groups else [()] * 6
         )
-        durations, planning, cost, blocks = columns.values()
+        durations, planning, cost, blocks, sample_indices = columns.values()
         return GroupedSamples(
             list(keys),
             list(points),
@@ -121,6 +123,7 @@ class StoreGroupsMixin(StoreBase):
             *_column(planning),
             np.asarray(cost, np.float64),
             np.asarray(blocks, np.float64),
+            np.asarray(sample_indices, np.int64),
         )
 
     def query_texts(self) -> dict[str, tuple[str, str]]:

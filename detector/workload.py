@@ -19,6 +19,7 @@ from typing import Any
 from detector.errors import PlanshiftError
 
 PARAM_KINDS = ("range", "choice", "values", "value")
+TIMING_MODES = ("off", "on", "plain")
 
 
 @dataclass(frozen=True)
@@ -104,6 +105,9 @@ class Workload:
     content_hash: str
     prime: bool = True  # run each sample's parameters once, unmeasured, on every side first
     setup_on_dsn: bool = False  # [setup] on_dsn = "run": setup runs on --dsn servers too
+    # how a measured execution is timed: EXPLAIN ANALYZE with per-node TIMING "off" (default)
+    # or "on", or "plain": the bare statement's round trip (its plan from an extra EXPLAIN)
+    timing: str = "off"
 
     def query(self, name: str) -> Query:
         for query in self.queries:
@@ -115,7 +119,7 @@ class Workload:
 # every table of a workload file and the keys it may hold; anything else is a typo
 SECTIONS = ("workload", "setup", "queries", "variants", "targets")
 KEYS = {
-    "workload": ("name", "description", "repetitions", "warmup", "seed", "prime"),
+    "workload": ("name", "description", "repetitions", "warmup", "seed", "prime", "timing"),
     "setup": ("sql", "files", "on_dsn"),
     "query": ("name", "sql", "params", "sweep", "repetitions", "generic_plan"),
     "sweep": ("param", "values"),
@@ -328,6 +332,14 @@ def load_workload(path: str | Path) -> Workload:
             '"check" (default) only checks a --dsn server has the tables; "run" runs the setup there',
         )
     statements = _setup_statements(reader, setup, path.parent)
+    timing = reader.text(head, "timing", "workload.", "off")
+    if timing not in TIMING_MODES:
+        raise reader.fail(
+            "workload.timing",
+            f"expected one of {', '.join(TIMING_MODES)}, got {timing!r}",
+            '"off": EXPLAIN ANALYZE without per-node timing (default); "on": with it; '
+            '"plain": the bare statement, timed by the client',
+        )
     raw_queries = data.get("queries", [])
     if not isinstance(raw_queries, list) or not raw_queries:
         raise reader.fail("queries", "no [[queries]] defined", "add at least one [[queries]] table")
@@ -354,6 +366,7 @@ def load_workload(path: str | Path) -> Workload:
         seed=reader.count(head, "seed", "workload.", 42, least=0),
         prime=_flag(reader, head, "prime", True),
         setup_on_dsn=on_dsn == "run",
+        timing=timing,
         content_hash=hashlib.sha256(raw_bytes).hexdigest()[:16],
     )
 

@@ -247,3 +247,35 @@ def test_sessions_are_named_planshift(pg15: EmbeddedCluster) -> None:
             "SELECT application_name FROM pg_stat_activity WHERE pid = pg_backend_pid()"
         ).fetchone()
     assert row == ("planshift",)
+
+
+@pytest.mark.parametrize("timing", ["off", "on", "plain"])
+def test_timing_modes_measure_each_sample_and_say_how(
+    tmp_path: Path, pg15: EmbeddedCluster, fresh_db: FreshDb, timing: str
+) -> None:
+    conninfo = prepared_db(pg15, fresh_db)
+    text = (
+        HEAD.replace("warmup = 0", f'warmup = 0\ntiming = "{timing}"')
+        + """
+[[queries]]
+name = "join"
+sql = "SELECT count(*) FROM t a JOIN t b USING (v) WHERE a.id < %(n)s"
+params = { n = { range = [10, 200] } }
+
+[[queries]]
+name = "write"
+sql = "UPDATE t SET v = v + 1 WHERE id = 1"
+"""
+    )
+    store, run_id = run_text(tmp_path, conninfo, text)
+    with store:
+        targets = store.targets([run_id])
+        assert {t.info["timing"] for t in targets} == {timing}
+        rows = store.observations([t.target_id for t in targets])
+        assert len(rows) == 2 * 2 * 2 and all(r.duration_ms and r.duration_ms > 0 for r in rows)
+        plan = store.plan(next(r.fingerprint for r in rows if r.duration_ms))
+        node_times = [node.actual_total_ms for _, node in plan.nodes()]
+        assert all(t is None for t in node_times) == (timing != "on")
+        if timing == "plain":  # the client's wall time, not the server's Execution Time
+            assert all(r.duration_ms == r.client_ms for r in rows)
+    assert rows_in_t(conninfo) == 1000

@@ -107,6 +107,8 @@ class Side:
     timing: TimingStats | None
     calls: int | None = None  # executions in production (pg_stat_statements), when known
     planning_ms: tuple[float, ...] = ()
+    # the runner's sample index of each duration (same order): pairs sample i across sides
+    sample_indices: tuple[int, ...] = ()
 
     @property
     def dominant(self) -> PlanVariant:
@@ -181,6 +183,9 @@ class ComparisonResult:
     tables: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     suppressed: tuple[tuple[Finding, str], ...] = ()  # (finding, the suppression's reason)
     noise_run: int | None = None  # the A/A run the noise floors came from
+    # interleaved: both sides measured in one run, sample i back to back with the same
+    # parameters, so timings are compared pair by pair; otherwise as two independent samples
+    interleaved: bool = False
 
     def verdict_counts(self) -> dict[str, int]:
         counts = {v.value: 0 for v in Verdict}
