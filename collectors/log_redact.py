@@ -93,7 +93,7 @@ def redact_passwords(sql: str) -> str:
     after_password = False
     for token in tokens:
         if token.name in _STRINGS:
-            secret = after_password or _MENTION.search(sql[token.start : token.end + 1])
+            secret = after_password or bool(_MENTION.search(sql[token.start : token.end + 1]))
         else:
             secret = after_password and token.name in _AFTER_PASSWORD
         if secret:

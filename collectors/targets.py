@@ -46,6 +46,7 @@ def redact_conninfo(conninfo: str) -> str:
 
 
 _KEYWORD_PASSWORD = re.compile(r"(?i)\bpassword\s*=\s*('(?:[^'\\]|\\.)*'?|[^\s'\"&]+)")
+_URI_SAFE = "!$&'()*+,;=~"  # RFC 3986 sub-delims: left as they are in a URI's userinfo
 _URI_USERINFO = re.compile(r"(?i)(\b[a-z][a-z0-9+.-]*://[^\s:/@?#]*):([^\s@/?#]*)@")
 
 
@@ -55,7 +56,9 @@ def redact_secrets(text: str, conninfo: str) -> str:
     pattern, even when `conninfo` cannot be parsed."""
     secrets = set(_passwords_in(conninfo))
     for secret in list(secrets):
-        secrets |= {unquote(secret), quote(secret, safe=""), quote(unquote(secret), safe="")}
+        decoded = unquote(secret)
+        secrets |= {decoded, quote(secret, safe=""), quote(decoded, safe="")}
+        secrets.add(quote(decoded, safe=_URI_SAFE))
     for secret in sorted((s for s in secrets if s), key=len, reverse=True):
         text = text.replace(secret, "***")
     text = _KEYWORD_PASSWORD.sub("password=***", text)
@@ -80,16 +83,27 @@ def _passwords_in(conninfo: str) -> list[str]:
 
 
 def check_conninfo(conninfo: str, what: str) -> None:
-    """PlanshiftError (no password in it) when libpq cannot parse `conninfo`."""
+    """PlanshiftError (no password in it) when libpq cannot parse `conninfo` or its port is
+    not a number."""
+    hint = (
+        "use postgresql://user@host:5432/db or 'host=... port=5432 dbname=...'; percent-encode "
+        "special characters in URIs (% is %25) and put the password in PGPASSWORD or ~/.pgpass"
+    )
     try:
-        conninfo_to_dict(conninfo)
+        params = conninfo_to_dict(conninfo)
     except Exception as exc:
         raise PlanshiftError(
             f"{what}: malformed connection string {redact_conninfo(conninfo)}: "
             f"{redact_secrets(str(exc).strip(), conninfo)}",
-            "use postgresql://user@host:5432/db or 'host=... dbname=...'; percent-encode "
-            "special characters in URIs (% is %25) and put the password in PGPASSWORD or ~/.pgpass",
+            hint,
         ) from None
+    ports = str(params.get("port") or "")
+    if not all(port.strip().isdigit() for port in ports.split(",") if port.strip()):
+        raise PlanshiftError(
+            f"{what}: port {redact_secrets(ports, conninfo)!r} is not a number "
+            f"in {redact_conninfo(conninfo)}",
+            hint,
+        )
 
 
 def parse_dsn_option(text: str) -> tuple[str, str]:
