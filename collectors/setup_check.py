@@ -15,6 +15,7 @@ from typing import Any
 import psycopg
 
 RECOMMENDED_PREFIX = "%m [%p] %q%u@%d qid=%Q "
+UNREADABLE_HINT = "unreadable by this role: grant it pg_read_all_settings, or connect as a superuser"
 
 
 @dataclass(frozen=True)
@@ -24,17 +25,38 @@ class Check:
     recommended: str
     ok: bool
     why: str  # what it gives planshift, and what it costs
+    readable: bool = True  # False: the role may not read it (pg_read_all_settings)
 
     @property
     def status(self) -> str:
+        if not self.readable:
+            return "unknown"
         return "ok" if self.ok else ("missing" if self.current is None else "change")
 
 
-def _settings(conn: psycopg.Connection[Any], names: list[str]) -> dict[str, str | None]:
-    rows = conn.execute(
-        "SELECT n, current_setting(n, true) FROM unnest(%s::text[]) AS n", [names]
-    ).fetchall()
-    return {str(name): value for name, value in rows}
+def _settings(
+    conn: psycopg.Connection[Any], names: list[str]
+) -> tuple[dict[str, str | None], set[str]]:
+    """Values of the settings (None: not set), and the names this role may not read."""
+    try:
+        with conn.transaction():
+            rows = conn.execute(
+                "SELECT n, current_setting(n, true) FROM unnest(%s::text[]) AS n", [names]
+            ).fetchall()
+        return {str(name): value for name, value in rows}, set()
+    except psycopg.errors.InsufficientPrivilege:
+        pass
+    values: dict[str, str | None] = {}
+    hidden: set[str] = set()
+    for name in names:
+        try:
+            with conn.transaction():
+                row = conn.execute("SELECT current_setting(%s, true)", [name]).fetchone()
+            values[name] = row[0] if row else None
+        except psycopg.errors.InsufficientPrivilege:
+            values[name] = None
+            hidden.add(name)
+    return values, hidden
 
 
 def _duration_ms(text: str | None) -> float | None:
@@ -97,7 +119,7 @@ def check_server(conn: psycopg.Connection[Any]) -> tuple[int, list[Check]]:
     """(server_version_num, the checks) for the server behind `conn`."""
     names = ["server_version_num", "shared_preload_libraries", "session_preload_libraries"]
     names += [rule[0] for rule in _RULES]
-    values = _settings(conn, names)
+    values, hidden = _settings(conn, names)
     version = int(values["server_version_num"] or 0)
     preload = {
         lib.strip()
@@ -107,12 +129,15 @@ def check_server(conn: psycopg.Connection[Any]) -> tuple[int, list[Check]]:
         if lib.strip()
     }
     checks = [
-        Check(
-            "shared_preload_libraries",
-            values["shared_preload_libraries"],
-            "auto_explain,pg_stat_statements",
-            {"auto_explain", "pg_stat_statements"} <= preload,
-            "both libraries loaded at server start (a restart is needed to change it)",
+        _unless_hidden(
+            Check(
+                "shared_preload_libraries",
+                values["shared_preload_libraries"],
+                "auto_explain,pg_stat_statements",
+                {"auto_explain", "pg_stat_statements"} <= preload,
+                "both libraries loaded at server start (a restart is needed to change it)",
+            ),
+            hidden,
         )
     ]
     for setting, recommended, good, why in _RULES:
@@ -123,7 +148,7 @@ def check_server(conn: psycopg.Connection[Any]) -> tuple[int, list[Check]]:
             ok = good(current)
         except (TypeError, ValueError):
             ok = False
-        checks.append(Check(setting, current, recommended, ok, why))
+        checks.append(_unless_hidden(Check(setting, current, recommended, ok, why), hidden))
     extension = conn.execute(
         "SELECT extversion FROM pg_extension WHERE extname = 'pg_stat_statements'"
     ).fetchone()
@@ -139,10 +164,18 @@ def check_server(conn: psycopg.Connection[Any]) -> tuple[int, list[Check]]:
     return version, checks
 
 
+def _unless_hidden(check: Check, hidden: set[str]) -> Check:
+    if check.setting not in hidden:
+        return check
+    return Check(
+        check.setting, None, check.recommended, False, f"{UNREADABLE_HINT}; {check.why}", False
+    )
+
+
 def config_snippet(checks: list[Check]) -> str:
-    """postgresql.conf lines for the checks that are not ok."""
+    """postgresql.conf lines for the checks that are not ok (commented out when unreadable)."""
     lines = [
-        f"{c.setting} = '{c.recommended}'"
+        f"{'' if c.readable else '# could not read it; '}{c.setting} = '{c.recommended}'"
         for c in checks
         if not c.ok and not c.setting.startswith("CREATE")
     ]

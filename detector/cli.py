@@ -7,15 +7,29 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated, NoReturn
+from typing import Annotated, Any, NoReturn
 
 import typer
 from rich.console import Console
 from rich.markup import escape
+from rich.text import Text
+from typer.core import TyperGroup
 
 from detector.errors import PlanshiftError
 
+
+class _Commands(TyperGroup):
+    """Every PlanshiftError a command lets through (rule config included) becomes exit 2."""
+
+    def invoke(self, ctx: Any) -> Any:
+        try:
+            return super().invoke(ctx)
+        except PlanshiftError as exc:
+            fail(exc.message, exc.hint)
+
+
 app = typer.Typer(
+    cls=_Commands,
     name="planshift",
     help="Find PostgreSQL plan regressions across versions and settings before users do.",
     no_args_is_help=True,
@@ -24,6 +38,8 @@ app = typer.Typer(
 )
 out = Console(highlight=False, soft_wrap=False)
 err = Console(stderr=True, highlight=False)
+# progress lines of jobs quote workload, query and target names: printed as they are
+progress = Console(stderr=True, highlight=False, markup=False)
 
 StoreOption = Annotated[
     Path, typer.Option("--store", "-s", help="DuckDB file holding runs and observations.")
@@ -31,9 +47,16 @@ StoreOption = Annotated[
 DEFAULT_STORE = Path("planshift.duckdb")
 ConfigOption = Annotated[
     Path | None,
-    typer.Option("--config", help="planshift.toml (default: found in . or its parents, or pyproject.toml)."),
+    typer.Option(
+        "--config", help="planshift.toml (default: found in . or its parents, or pyproject.toml)."
+    ),
 ]
 FORMATS = ("terminal", "json")
+
+
+def plain(value: object) -> Text:
+    """User text (names, labels, paths) for a table cell: never read as markup."""
+    return Text(str(value))
 
 
 def fail(message: str, hint: str | None = None) -> NoReturn:
@@ -120,6 +143,14 @@ def run(
     pg_bin: Annotated[
         list[Path] | None, typer.Option("--pg-bin", help="PostgreSQL bin directory to use.")
     ] = None,
+    setup: Annotated[
+        bool,
+        typer.Option(
+            "--setup",
+            help="Also run the workload's [setup] SQL on --dsn servers (default: only check "
+            "that the tables it creates exist).",
+        ),
+    ] = False,
 ) -> None:
     """Run a workload on every target x variant and store every execution."""
     from detector.jobs import execute_run
@@ -136,10 +167,11 @@ def run(
             queries=query or [],
             keep=keep,
             pg_bins=pg_bin or [],
-            console=err,
+            console=progress,
             only_variants=variant or [],
+            setup_on_dsn=setup,
         )
-    out.print(f"run {run_id} stored in {store}")
+    out.print(f"run {run_id} stored in {store}", markup=False)
 
 
 @app.command()
@@ -181,18 +213,23 @@ def compare(
         float | None, typer.Option(help="Smallest timing change that counts (default 0.10 = 10%).")
     ] = None,
     min_delta_ms: Annotated[
-        float | None, typer.Option(help="Smallest change of the median that counts, in ms (default 0.01).")
+        float | None,
+        typer.Option(help="Smallest change of the median that counts, in ms (default 0.01)."),
     ] = None,
     select: Annotated[
         list[str] | None,
-        typer.Option(help="Only these rules: codes, prefixes (PS1), names or families. Repeatable."),
+        typer.Option(
+            help="Only these rules: codes, prefixes (PS1), names or families. Repeatable."
+        ),
     ] = None,
     ignore: Annotated[
         list[str] | None, typer.Option(help="Skip these rules (as --select). Repeatable.")
     ] = None,
     rule_option: Annotated[
         list[str] | None,
-        typer.Option("--rule-option", help="RULE.OPTION=VALUE, e.g. PS101.near_tie=0.03. Repeatable."),
+        typer.Option(
+            "--rule-option", help="RULE.OPTION=VALUE, e.g. PS101.near_tie=0.03. Repeatable."
+        ),
     ] = None,
     approved: Annotated[
         Path | None,
@@ -200,7 +237,9 @@ def compare(
     ] = None,
     noise: Annotated[
         str,
-        typer.Option(help="A/A noise floors: auto (latest `planshift noise` run), off, or a run id."),
+        typer.Option(
+            help="A/A noise floors: auto (latest `planshift noise` run), off, or a run id."
+        ),
     ] = "auto",
     config: ConfigOption = None,
     query: Annotated[str | None, typer.Option("--query", "-q", help="Only this query.")] = None,
@@ -230,7 +269,9 @@ def compare(
             min_delta_ms=min_delta_ms,
         )
         worst = compare_and_report(
-            store_path=store if store != DEFAULT_STORE or settings.store is None else settings.store,
+            store_path=store
+            if store != DEFAULT_STORE or settings.store is None
+            else settings.store,
             baseline=baseline,
             candidate=candidate,
             run_id=run_id,
@@ -264,16 +305,21 @@ def runs(store: StoreOption = DEFAULT_STORE) -> None:
     with user_errors(), Store(store, read_only=True) as db:
         table = Table("run", "label", "started", "status", "targets")
         targets = db.targets()
+        notes = []
         for record in db.runs():
             names = ", ".join(t.name for t in targets if t.run_id == record.run_id)
             table.add_row(
                 str(record.run_id),
-                record.label,
+                plain(record.label),
                 str(record.started_at)[:19],
                 record.status,
-                names,
+                plain(names),
             )
+            if record.note:
+                notes.append(f"run {record.run_id}: {record.note}")
     out.print(table)
+    for note in notes:
+        out.print(note, markup=False)
 
 
 @app.command()
@@ -291,8 +337,8 @@ def rules(code: Annotated[str | None, typer.Argument(help="Rule code or name.")]
         return
     try:
         rule = get_rule(code)
-    except LookupError as exc:
-        fail(str(exc).strip("'\""), "`planshift rules` lists the catalog")
+    except PlanshiftError as exc:
+        fail(exc.message, exc.hint or "`planshift rules` lists the catalog")
     out.print(
         f"[bold]{rule.code} {rule.name}[/] (family {rule.family}, default severity {rule.severity.value})"
     )
@@ -306,13 +352,16 @@ def rules(code: Annotated[str | None, typer.Argument(help="Rule code or name.")]
 @app.command()
 def census(
     store: StoreOption = DEFAULT_STORE,
-    run_id: Annotated[int | None, typer.Option("--run", help="Run id (default: the latest complete run).")] = None,
+    run_id: Annotated[
+        int | None, typer.Option("--run", help="Run id (default: the latest complete run).")
+    ] = None,
     query: Annotated[str | None, typer.Option("--query", "-q", help="Only this query.")] = None,
     target: Annotated[
         list[str] | None, typer.Option("--target", "-t", help="Only these targets. Repeatable.")
     ] = None,
     output: Annotated[
-        Path | None, typer.Option("--output", "-o", help="Also write an HTML heat map (self-contained).")
+        Path | None,
+        typer.Option("--output", "-o", help="Also write an HTML heat map (self-contained)."),
     ] = None,
     output_format: Annotated[
         str, typer.Option("--format", "-f", help="terminal (default) or json.")
@@ -325,7 +374,9 @@ def census(
 
     with user_errors():
         if output_format not in ("terminal", "json"):
-            raise PlanshiftError(f"unknown format {output_format!r}", "use --format terminal or json")
+            raise PlanshiftError(
+                f"unknown format {output_format!r}", "use --format terminal or json"
+            )
         censuses = census_from_store(store, run_id, query, target or [])
     if output_format == "json":
         out.out(render_census_json(censuses), end="", highlight=False)
@@ -335,7 +386,7 @@ def census(
         from detector.reports.census_html import render_census_html
 
         output.write_text(render_census_html(censuses))
-        err.print(f"heat map written to {output}")
+        err.print(f"heat map written to {output}", markup=False)
 
 
 @app.command()
@@ -357,7 +408,7 @@ def demo(
             workload=workload,
             repetitions=repetitions,
             console=out,
-            progress_console=err,
+            progress_console=progress,
         )
 
 
@@ -373,6 +424,11 @@ def main() -> None:
     signal.signal(signal.SIGTERM, _terminate)
     try:
         app(prog_name="planshift")
+    except PlanshiftError as exc:
+        try:
+            fail(exc.message, exc.hint)
+        except typer.Exit as done:
+            sys.exit(done.exit_code)
     except KeyboardInterrupt:
         err.print("interrupted: embedded clusters stopped")
         sys.exit(130)

@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from detector.cli import DEFAULT_STORE, StoreOption, app, err, out, user_errors
+from detector.cli import DEFAULT_STORE, StoreOption, app, out, plain, progress, user_errors
 
 
 @app.command()
@@ -27,7 +27,7 @@ def approve(
         plans, added, removed = record(
             store_path=store, target=target, run_id=run_id, lock=lock, update=update
         )
-    out.print(f"{lock}: {plans} approved plans ({added} added, {removed} removed)")
+    out.print(f"{lock}: {plans} approved plans ({added} added, {removed} removed)", markup=False)
 
 
 @app.command()
@@ -57,9 +57,9 @@ def noise(
             variant=variant,
             repetitions=repetitions,
             pg_bins=pg_bin or [],
-            console=err,
+            console=progress,
         )
     table = Table("query", "noise floor", title=f"A/A run {run_id}: spread of the median ratio")
     for label, floor in sorted(floors.items(), key=lambda kv: label_order(kv[0])):
-        table.add_row(label, f"{floor:.1%}")
+        table.add_row(plain(label), f"{floor:.1%}")
     out.print(table)

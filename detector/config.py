@@ -141,6 +141,7 @@ def parse_config(path: Path, data: Mapping[str, Any]) -> Config:
     base = path.parent
     approved = data.get("approved")
     store = data.get("store")
+    _check_rules(fail, codes("select"), codes("ignore") or (), rules)
     return Config(
         source=path,
         fail_on=fail_on,
@@ -155,6 +156,30 @@ def parse_config(path: Path, data: Mapping[str, Any]) -> Config:
         rule_options={str(k): dict(v) for k, v in rules.items()},
         suppressions=tuple(_suppression(fail, i, raw) for i, raw in enumerate(data.get("suppress", []))),
     )
+
+
+def _check_rules(
+    fail: Any,
+    select: tuple[str, ...] | None,
+    ignore: tuple[str, ...],
+    options: Mapping[str, Mapping[str, Any]],
+) -> None:
+    """Unknown rules, selectors and options are errors here, naming the key, with a hint."""
+    from rules import RuleConfigError, get_rule, select_rules
+
+    checks: list[tuple[str, Any]] = [
+        ("select", lambda: select_rules(select)),
+        ("ignore", lambda: select_rules((), ignore)),
+    ]
+    checks += [
+        (f"rules.{code}", lambda code=code, values=values: get_rule(code).resolve_options(values))
+        for code, values in options.items()
+    ]
+    for key, check in checks:
+        try:
+            check()
+        except RuleConfigError as exc:
+            raise fail(key, exc.message, exc.hint) from exc
 
 
 def _suppression(fail: Any, index: int, raw: Any) -> Suppression:

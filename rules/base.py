@@ -5,7 +5,8 @@ its options; it yields `Finding`s. Codes group by family: PS1xx plan flips, PS2x
 PS3xx cost/estimate divergence, PS4xx resources, PS5xx settings.
 
 Errors a user can cause (an unknown rule or option, a badly typed option) raise
-`RuleConfigError`, a `LookupError` the CLI turns into `error:`/`hint:`.
+`RuleConfigError`, a `PlanshiftError` (the one user-error type: the CLI prints `error:`/`hint:`
+and exits 2) and a `LookupError`, with a did-you-mean hint.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from detector.errors import PlanshiftError
 from detector.model import Finding, QueryComparison, Severity
 
 OptionValue = float | int | str | bool
@@ -39,13 +41,8 @@ _NAME = re.compile(r"^[a-z][a-z0-9]*(-[a-z0-9]+)*$")
 _REGISTRY: dict[str, Rule] = {}
 
 
-class RuleConfigError(LookupError):
+class RuleConfigError(PlanshiftError, LookupError):
     """An unknown rule code/name/selector or option, or an option of the wrong type."""
-
-    def __init__(self, message: str, hint: str | None = None) -> None:
-        super().__init__(message)
-        self.message = message
-        self.hint = hint
 
     def __str__(self) -> str:
         return self.message if self.hint is None else f"{self.message} ({self.hint})"
@@ -130,8 +127,14 @@ def _coerce(rule: Rule, key: str, default: OptionValue, value: Any) -> OptionVal
 
 def _choices(word: str, candidates: list[str], what: str) -> str:
     close = difflib.get_close_matches(word, candidates, n=3, cutoff=0.5)
+    if not close and word.upper() != word:
+        close = difflib.get_close_matches(word.upper(), candidates, n=3, cutoff=0.5)
     if close:
         return "did you mean " + " or ".join(close) + "?"
+    if what == "rules":
+        return "`planshift rules` lists the rule codes and names; families: " + ", ".join(
+            sorted(FAMILIES)
+        )
     return f"known {what}: " + (", ".join(sorted(candidates)) or "none")
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -112,7 +113,7 @@ def test_run_then_compare_exit_codes_and_json(
     workload = tmp_path / "w.toml"
     workload.write_text(WORKLOAD)
     store = tmp_path / "s.duckdb"
-    ran = planshift("run", workload, "--store", store, "--dsn", f"local={fresh_db(pg15)}")
+    ran = planshift("run", workload, "--store", store, "--setup", "--dsn", f"local={fresh_db(pg15)}")
     assert ran.returncode == 0, ran.stderr
     assert "run 1 stored" in ran.stdout
 
@@ -187,3 +188,79 @@ def test_error_messages_are_not_read_as_markup() -> None:
     result = planshift("rules", "PS[bold]1")
     assert result.returncode == 2
     assert "PS[bold]1" in result.stderr
+
+
+def test_markup_characters_in_names_are_printed_as_they_are(
+    tmp_path: Path, pg15: EmbeddedCluster, fresh_db: FreshDb
+) -> None:
+    workload = tmp_path / "w.toml"
+    workload.write_text(
+        WORKLOAD.replace('name = "cli-test"', 'name = "[/]x [bold]w"').replace(
+            'name = "lookup"', 'name = "[/]look[red]up"'
+        )
+    )
+    store = tmp_path / "[/]s.duckdb"
+    dsn = f"local={fresh_db(pg15)}"
+    ran = planshift("run", workload, "--store", store, "--setup", "--dsn", dsn, "--label", "[/]l")
+    assert ran.returncode == 0, ran.stderr
+    assert "running [/]x [bold]w" in ran.stderr and "[/]s.duckdb" in ran.stdout
+    runs = planshift("runs", "--store", store)
+    assert runs.returncode == 0, runs.stderr
+    assert "[/]l" in runs.stdout
+    for command in (("census",), ("compare", "-b", "indexed", "-c", "seqscan", "-v")):
+        shown = planshift(*command, "--store", store)
+        assert shown.returncode in (0, 1), shown.stderr
+        assert "Traceback" not in shown.stderr
+
+
+def test_setup_check_without_the_privilege_to_read_settings(pg15: EmbeddedCluster) -> None:
+    import psycopg
+    from psycopg import sql
+
+    role = f"planshift_nopriv_{time.monotonic_ns()}"
+    with psycopg.connect(pg15.conninfo, autocommit=True) as conn:
+        conn.execute(sql.SQL("CREATE ROLE {} LOGIN").format(sql.Identifier(role)))
+    try:
+        result = subprocess.run(
+            [sys.executable, "-m", "detector", "setup-check", "-t",
+             psycopg.conninfo.make_conninfo(pg15.conninfo, user=role)],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            env={**os.environ, "COLUMNS": "400"},
+        )  # fmt: skip
+    finally:
+        with psycopg.connect(pg15.conninfo, autocommit=True) as conn:
+            conn.execute(sql.SQL("DROP ROLE {}").format(sql.Identifier(role)))
+    assert result.returncode == 0, result.stderr
+    assert "Traceback" not in result.stderr
+    assert "unreadable by this role: grant it pg_read_all_settings" in result.stdout
+    assert "# could not read it; shared_preload_libraries = " in result.stdout
+    assert "track_io_timing" in result.stdout  # the readable settings are still checked
+
+
+def test_a_killed_run_is_marked_failed_by_the_next_command(
+    tmp_path: Path, pg15: EmbeddedCluster, fresh_db: FreshDb
+) -> None:
+    workload = tmp_path / "w.toml"
+    workload.write_text(WORKLOAD.replace("repetitions = 8", "repetitions = 5000"))
+    store = tmp_path / "s.duckdb"
+    process = subprocess.Popen(
+        [sys.executable, "-m", "detector", "run", str(workload), "--store", str(store),
+         "--setup", "--dsn", f"local={fresh_db(pg15)}"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )  # fmt: skip
+    assert process.stderr is not None
+    line = process.stderr.readline()  # printed once the store and the server are open
+    assert line.startswith("running cli-test"), line
+    time.sleep(3)  # into the measurements: the run row exists
+    process.kill()
+    process.wait(timeout=60)
+    listed = planshift("runs", "--store", store)
+    assert listed.returncode == 0, listed.stderr
+    assert "running" not in listed.stdout and "failed" in listed.stdout
+    assert f"process {process.pid} on " in listed.stdout and "gone" in listed.stdout
+    again = planshift("runs", "--store", store)
+    assert again.stdout == listed.stdout

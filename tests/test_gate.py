@@ -26,7 +26,7 @@ params = { v = { range = [0, 99] } }
 @pytest.fixture
 def store(tmp_path: Path, pg15: EmbeddedCluster, fresh_db: FreshDb) -> Path:
     (tmp_path / "w.toml").write_text(WORKLOAD)
-    ran = planshift("run", "w.toml", "--dsn", f"local={fresh_db(pg15)}", cwd=tmp_path)
+    ran = planshift("run", "w.toml", "--setup", "--dsn", f"local={fresh_db(pg15)}", cwd=tmp_path)
     assert ran.returncode == 0, ran.stderr
     return tmp_path / "planshift.duckdb"
 
@@ -110,3 +110,27 @@ def test_compare_save_keeps_the_comparison_and_its_findings(tmp_path: Path, stor
     with duckdb.connect(str(store), read_only=True) as conn:
         rows = conn.execute("SELECT code, query_name FROM findings ORDER BY position").fetchall()
     assert rows == [(f["code"], f["query"]) for f in document["findings"]]
+
+
+def test_rule_typos_are_user_errors_with_a_hint_not_findings(tmp_path: Path, store: Path) -> None:
+    compare = ("compare", "-b", "indexed", "-c", "seqscan")
+    cases = [
+        (("--select", "PS9"), "selector 'PS9' matches no rule", "did you mean PS"),
+        (("--ignore", "index-to-bitmap"), "matches no rule", "index-to-bitmap-scan"),
+        (("--rule-option", "PS100.near_ti=1"), "has no option 'near_ti'", "near_tie"),
+        (("--rule-option", "PS1000.near_tie=1"), "unknown rule 'PS1000'", "did you mean"),
+    ]
+    for args, message, hint in cases:
+        result = planshift(*compare, *args, cwd=tmp_path)
+        assert result.returncode == 2, (args, result.stdout, result.stderr)
+        assert message in result.stderr and "hint:" in result.stderr, result.stderr
+        assert hint in result.stderr.split("hint:")[1] and "Traceback" not in result.stderr
+    for text, key in [
+        ('ignore = ["PS999"]\n', "planshift.toml: ignore: selector 'PS999'"),
+        ('select = ["plan-flp"]\n', "planshift.toml: select: selector 'plan-flp'"),
+        ("[rules.PS100]\nnear_ti = 0.1\n", "planshift.toml: rules.PS100: "),
+    ]:
+        (tmp_path / "planshift.toml").write_text(text)
+        result = planshift(*compare, cwd=tmp_path)
+        assert result.returncode == 2 and key in result.stderr, result.stderr
+        assert "hint:" in result.stderr and "Traceback" not in result.stderr
