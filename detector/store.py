@@ -108,6 +108,7 @@ class Store(
         self._migrations = tuple(migrations) if migrations is not None else load_migrations()
         self._depth = 0
         self._column_types: dict[str, dict[str, str]] = {}
+        self.settled_runs: tuple[int, ...] = ()  # runs found orphaned and marked failed on open
         check_path(self.path, read_only=read_only)
         self._new = not read_only and not self.path.exists()
         self._created_dirs = make_parents(self.path) if self._new else []
@@ -175,11 +176,13 @@ class Store(
         if not self.orphaned_runs():
             return
         if not self.read_only:
-            self.fail_orphaned_runs()
+            self.settled_runs = tuple(self.fail_orphaned_runs())
             return
         self._con.close()
         with suppress(PlanshiftError):  # another process holds the file: a later opener will
-            Store(self.path, migrations=self._migrations).close()
+            writer = Store(self.path, migrations=self._migrations)
+            writer.close()
+            self.settled_runs = writer.settled_runs
         self._con = connect(self.path, read_only=True)
 
     @property

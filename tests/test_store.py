@@ -521,3 +521,27 @@ def test_ten_thousand_observations_insert_in_one_batch_quickly(store: Store) -> 
     print(f"insert 10k: {inserted:.3f}s, read 10k: {read:.3f}s")
     assert len(rows) == 10_000
     assert inserted < 2.0 and read < 1.0  # measured ~0.4 s and ~0.06 s; slack for busy CI
+
+
+def test_a_run_whose_process_is_gone_is_marked_failed_on_open(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    path = tmp_path / "s.duckdb"
+    script = (
+        "import os, sys; from detector.store import Store\n"
+        f"s = Store({str(path)!r}); s.begin_run('killed', workload_hash=None, "
+        "tool_version='0', host='h'); s.close(); os._exit(0)\n"
+    )
+    root = Path(__file__).resolve().parent.parent
+    subprocess.run([sys.executable, "-c", script], check=True, cwd=root)
+    with Store(path) as store:
+        (mine,) = new_run(store)
+        run_ids = [run.run_id for run in store.runs()]
+        assert store.settled_runs == (run_ids[0],)
+    with Store(path, read_only=True) as reader:
+        first, second = reader.runs()
+        assert reader.settled_runs == ()
+    assert (first.status, second.status) == ("failed", "running")
+    assert first.finished_at is not None and "gone" in (first.note or "")
+    assert second.note is None  # this process is alive: its run is left running
