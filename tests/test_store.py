@@ -536,7 +536,7 @@ def test_a_run_whose_process_is_gone_is_marked_failed_on_open(tmp_path: Path) ->
     root = Path(__file__).resolve().parent.parent
     subprocess.run([sys.executable, "-c", script], check=True, cwd=root)
     with Store(path) as store:
-        (mine,) = new_run(store)
+        new_run(store)
         run_ids = [run.run_id for run in store.runs()]
         assert store.settled_runs == (run_ids[0],)
     with Store(path, read_only=True) as reader:
