@@ -165,6 +165,7 @@ def _compare(
         tables=table_facts(baseline, candidate),
         noise_run=options.noise_run if isinstance(options.noise_run, int) else None,
         interleaved=interleaved,
+        alpha=options.alpha,
     )
 
 

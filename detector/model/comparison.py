@@ -186,6 +186,7 @@ class ComparisonResult:
     # interleaved: both sides measured in one run, sample i back to back with the same
     # parameters, so timings are compared pair by pair; otherwise as two independent samples
     interleaved: bool = False
+    alpha: float = 0.05  # significance level, and the false discovery rate across queries
 
     def verdict_counts(self) -> dict[str, int]:
         counts = {v.value: 0 for v in Verdict}

@@ -61,11 +61,34 @@ def slug(text: str) -> str:
 
 
 def is_quiet(query: QueryComparison) -> bool:
-    """Same plan and no measured difference: collapsed or left out of short reports."""
-    return not query.plan_changed and query.timing.verdict in (
-        Verdict.UNCHANGED,
-        Verdict.INCONCLUSIVE,
-    )
+    """Same plan and measured unchanged: collapsed or left out of short reports. An
+    inconclusive query is shown, with its effect and what would decide it."""
+    return not query.plan_changed and query.timing.verdict is Verdict.UNCHANGED
+
+
+def method_lines(result: ComparisonResult) -> list[str]:
+    """How the timings were compared, and what that means for trusting the verdicts."""
+    decided = sum(q.timing.verdict in (Verdict.REGRESSED, Verdict.IMPROVED) for q in result.queries)
+    tested = sum(q.timing.q_value is not None for q in result.queries)
+    lines = []
+    if result.interleaved:
+        lines.append(
+            "timings: paired, sample by sample (both sides ran in one interleaved run with the "
+            "same parameters)"
+        )
+    elif tested:
+        lines.append(
+            "timings: two independent samples: the sides were not measured in one interleaved "
+            "run, so drift between them (load, cache, another day) can pass for a change; run "
+            "both in one `planshift run` for paired statistics"
+        )
+    if tested:
+        lines.append(
+            f"false discoveries controlled at {result.alpha:.0%} across {tested} queries "
+            f"(Benjamini-Hochberg): about {result.alpha * decided:.2g} of the {decided} "
+            "regressed/improved verdicts may be false alarms"
+        )
+    return lines
 
 
 def impact_ms(query: QueryComparison) -> float:

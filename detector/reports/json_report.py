@@ -8,6 +8,7 @@ from typing import Any
 from detector import __version__
 from detector.census import comparison_switches
 from detector.model import ComparisonResult, PlanVariant, QueryComparison, Side, TimingStats
+from detector.reports.common import method_lines
 
 FORMAT_VERSION = 1
 
@@ -67,6 +68,9 @@ def _query(query: QueryComparison) -> dict[str, Any]:
             "p_value": _round(timing.p_value, 6),
             "min_effect": timing.min_effect,
             "noise_floor": _round(timing.noise_floor),
+            "paired": timing.paired,
+            "q_value": _round(timing.q_value, 6),
+            "decide_at": timing.decide_at,
             "summary": timing.describe(),
         },
     }
@@ -109,6 +113,11 @@ def to_document(result: ComparisonResult) -> dict[str, Any]:
             for f, reason in result.suppressed
         ],
         "noise_run": result.noise_run,
+        "method": {
+            "interleaved": result.interleaved,
+            "alpha": result.alpha,
+            "notes": method_lines(result),
+        },
         "tables": dict(result.tables),
         "switch_points": {
             name: [

@@ -15,6 +15,7 @@ from detector.reports.common import (
     fmt_ms,
     impact_ms,
     is_quiet,
+    method_lines,
     settings_text,
     slug,
     verdict_summary,
@@ -85,6 +86,7 @@ def _headline(result: ComparisonResult, fail_on: Severity | None) -> list[str]:
             else ""
         ),
     ]
+    lines += ["", *(f"_{markdown_inline(line)}._" for line in method_lines(result))]
     return lines
 
 
@@ -188,7 +190,7 @@ def render_markdown(result: ComparisonResult, *, fail_on: Severity | None) -> st
     quiet = len(result.queries) - len(notable)
     if quiet:
         kept = "query kept its plan" if quiet == 1 else "queries kept their plan"
-        lines += ["", f"{quiet} {kept} and did not measurably change."]
+        lines += ["", f"{quiet} {kept} and were measured unchanged."]
     index_of = {id(q): i for i, q in enumerate(result.queries)}
     shown = notable[:MAX_DETAILS]
     for query in shown:

@@ -7,7 +7,7 @@ from rich.text import Text
 
 from detector.census import comparison_switches
 from detector.model import ComparisonResult, QueryComparison, Severity, Side, Verdict
-from detector.reports.common import settings_text, version_text
+from detector.reports.common import is_quiet, method_lines, settings_text, version_text
 from detector.reports.escape import for_markup, single_line
 
 SEVERITY_STYLE = {Severity.ERROR: "bold red", Severity.WARNING: "yellow", Severity.INFO: "cyan"}
@@ -87,13 +87,11 @@ def render_terminal(result: ComparisonResult, console: Console, *, verbose: bool
         console.print(f"settings that differ: {for_markup(diffs)}")
     for fact in data_lines(result):
         console.print(single_line(fact), markup=False)
+    for note in method_lines(result):
+        console.print(note, markup=False, style="dim")
     shown = 0
     for query in result.queries:
-        quiet = not query.plan_changed and query.timing.verdict in (
-            Verdict.UNCHANGED,
-            Verdict.INCONCLUSIVE,
-        )
-        if quiet and not verbose:
+        if is_quiet(query) and not verbose:
             continue
         console.print()
         query_block(query, console)
@@ -108,7 +106,7 @@ def render_terminal(result: ComparisonResult, console: Console, *, verbose: bool
     hidden = len(result.queries) - shown
     if hidden:
         console.print(
-            f"\n({hidden} queries kept their plan and did not measurably change; -v shows them)"
+            f"\n({hidden} queries kept their plan and were measured unchanged; -v shows them)"
         )
     if result.findings:
         console.print(f"\n[bold]findings[/] ({len(result.findings)}):")
