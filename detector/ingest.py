@@ -49,7 +49,11 @@ def ingest_logs(
         raise PlanshiftError(f"no such log file: {', '.join(missing)}", "pass server log files")
     reports: list[FileReport] = []
     with Store(store_path) as store:
-        for run_id in store.interrupted_runs(INGEST_LABEL):
+        # an ingest killed on this host was marked failed when the store opened (settled_runs);
+        # one still 'running' here has no live owner either, since the store is ours to write
+        labels = {run.run_id: run.label for run in store.runs()}
+        settled = [r for r in store.settled_runs if labels.get(r, "").startswith(INGEST_LABEL)]
+        for run_id in [*settled, *store.interrupted_runs(INGEST_LABEL)]:
             store.finish_run(run_id, "failed")
             console.print(
                 f"run {run_id}: an earlier ingest was interrupted; what it stored is kept "
@@ -91,7 +95,7 @@ def ingest_logs(
 def progress_bar(console: Console, path: Path) -> Iterator[Callable[[int], None]]:
     """A transient bar of the bytes read (on a terminal only; gzip: no total known)."""
     columns = (
-        TextColumn("{task.description}"),
+        TextColumn("{task.description}", markup=False),
         BarColumn(),
         DownloadColumn(),
         TransferSpeedColumn(),

@@ -8,7 +8,6 @@ from dataclasses import replace
 from pathlib import Path
 
 from rich.console import Console
-from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
 from collectors.runner import ProgressCallback, RunOptions, plan_count, run_workload
@@ -19,6 +18,7 @@ from detector.errors import PlanshiftError
 from detector.model import ComparisonResult
 from detector.noise import latest_noise_run, with_noise_floors
 from detector.reports import gate_severity, resolve_outputs, write_reports
+from detector.reports.escape import single_line
 from detector.reports.terminal import render_terminal
 from detector.store import Store
 from detector.workload import load_workload
@@ -34,7 +34,7 @@ def progress_bar(console: Console, total: int) -> Iterator[ProgressCallback | No
         yield None
         return
     columns = (
-        TextColumn("{task.description:<28}"),
+        TextColumn("{task.description:<28}", markup=False),
         BarColumn(),
         MofNCompleteColumn(),
         TimeRemainingColumn(),
@@ -43,7 +43,7 @@ def progress_bar(console: Console, total: int) -> Iterator[ProgressCallback | No
         task = progress.add_task("starting", total=total)
 
         def advance(description: str, steps: int) -> None:
-            progress.update(task, advance=steps, description=escape(description))
+            progress.update(task, advance=steps, description=single_line(description))
 
         yield advance
 
@@ -99,18 +99,19 @@ def execute_run(
         progress_bar(console, plan_count(workload, sides, options)) as progress,
     ):
         names = ", ".join(s.name for s in servers)
-        console.print(
+        text = (
             f"running {workload.name}: {len(workload.queries)} queries on {names} "
-            f"x variants {', '.join(workload.variants)}",
-            markup=False,
+            f"x variants {', '.join(workload.variants)}"
         )
+        console.print(single_line(text), markup=False)
         run_id = run_workload(workload, servers, store, options, progress)
     for server in servers:
         if "kept_dir" in server.info:
-            console.print(
+            text = (
                 f"kept {server.name}: {server.info['kept_dir']} (stopped; start it with "
                 f"pg_ctl -D {server.info['kept_dir']}/data start, as the server's owner)"
             )
+            console.print(single_line(text), markup=False)
     return run_id
 
 
@@ -208,16 +209,16 @@ def run_demo(
         pg_bins=[],
         console=progress_console,
     )
-    console.print(
-        f"run {run_id} stored in {store_path}; comparing {variants[0]} -> {variants[1]}\n"
-    )
+    text = f"run {run_id} stored in {store_path}; comparing {variants[0]} -> {variants[1]}"
+    console.print(single_line(text) + "\n", markup=False)
     options = CompareOptions()
     result = compare_from_store(store_path, variants[0], variants[1], run_id, options)
     render_terminal(result, console, verbose=True)
-    console.print(
-        f"\nsame comparison as: planshift compare --store {store_path} "
+    text = (
+        f"same comparison as: planshift compare --store {store_path} "
         f"--baseline {variants[0]} --candidate {variants[1]}"
     )
+    console.print("\n" + single_line(text), markup=False)
 
 
 def census_from_store(
