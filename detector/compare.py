@@ -44,6 +44,30 @@ class CompareOptions:
     suppressions: tuple[Suppression, ...] = ()
 
 
+_DEFAULTS = CompareOptions()
+# the README's "How it decides" quotes this text (tests/test_docs.py checks it word for word)
+HOW_IT_DECIDES = f"""\
+- **Timing verdict** per query, from every sample of each side:
+  - *Interleaved sides* (one `planshift run`: sample *i* ran back to back on every side, with
+    the same parameters) are compared pair by pair: the effect is the median of the per-sample
+    ratios candidate/baseline (taken on the log scale), its 95% confidence interval a bootstrap
+    that resamples pairs, and a Wilcoxon signed-rank test must agree with it.
+  - *Other sides* (two runs, `NAME@RUN`, time windows of a log) are two independent samples: the
+    effect is the ratio of medians, with a bootstrap 95% confidence interval and a Mann-Whitney U
+    test. Reports say the sides were not interleaved: drift between them can pass for a change.
+  - `regressed` / `improved` needs the interval and the test significant at
+    {_DEFAULTS.alpha:.0%}, an effect of at least `--min-effect` ({_DEFAULTS.min_effect:.0%}), a
+    median that moved by at least `--min-delta-ms` ({_DEFAULTS.min_delta_ms} ms), an effect above
+    the query's A/A noise floor when one is known, and a Benjamini-Hochberg q-value below
+    {_DEFAULTS.alpha:.0%} across the queries of the comparison (false discovery control; the
+    report says how many false alarms to expect among its verdicts).
+  - `unchanged` when the whole interval lies inside the ±{_DEFAULTS.min_effect:.0%} margin of the
+    minimum effect; a noise floor never widens it, it can only make a verdict `inconclusive`.
+  - Everything else is `inconclusive`, shown with its effect, interval, reason and about how many
+    samples would decide it. Fewer than {_DEFAULTS.min_samples} samples is always `inconclusive`.
+"""
+
+
 def resolve_side(store: Store, spec: str, run_id: int | None) -> TargetRecord:
     """A side by name: `NAME` (in run_id or the latest complete run) or `NAME@RUN`.
 

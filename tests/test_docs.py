@@ -40,5 +40,16 @@ def test_readme_store_tables_exist(tmp_path: Path) -> None:
     names = {name for pair in documented for name in pair if name}
     Store(tmp_path / "s.duckdb").close()
     with duckdb.connect(str(tmp_path / "s.duckdb"), read_only=True) as conn:
-        tables = {row[0] for row in conn.execute("SELECT table_name FROM duckdb_tables()").fetchall()}
+        tables = {
+            row[0] for row in conn.execute("SELECT table_name FROM duckdb_tables()").fetchall()
+        }
     assert names and names <= tables, names - tables
+
+
+def test_readme_how_it_decides_is_what_the_code_says() -> None:
+    from detector.compare import HOW_IT_DECIDES
+
+    readme = (ROOT / "README.md").read_text()
+    start = readme.index("<!-- how-it-decides:")
+    section = readme[readme.index("\n", start) + 1 : readme.index("<!-- /how-it-decides -->")]
+    assert section == HOW_IT_DECIDES
