@@ -96,6 +96,7 @@ def make_side(
         None,
         planning_ms,
         (),
+        (),
     )
 
 
@@ -160,6 +161,9 @@ class _Sides:
                 _slices(
                     g.sample_indices[g.duration_known].tolist(),
                     known_durations[side_rows].tolist(),
+                ),
+                _slices(
+                    g.total_cost[g.duration_known].tolist(), known_durations[side_rows].tolist()
                 ),
             )
         )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import statistics
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -56,7 +57,22 @@ def plan_cost(variant: PlanVariant) -> float:
 
 
 def near_tie(comparison: QueryComparison, threshold: float) -> tuple[bool, float, float]:
-    """(the dominant plans' costs are within `threshold` of each other, baseline, candidate)."""
+    """(the two plans' costs are within `threshold` of each other, baseline, candidate cost).
+
+    Sides of one interleaved run planned the same parameter values for sample i: the median of
+    those per-sample cost gaps does not move with which parameters each side's dominant plan
+    happened to get. Otherwise the dominant plans' median costs are compared."""
+    base_samples = comparison.baseline.by_sample()
+    cand_samples = comparison.candidate.by_sample()
+    common = sorted(set(base_samples) & set(cand_samples))
+    if common:
+        gaps = sorted(
+            relative_gap(normalized_cost(base_samples[i][1]), normalized_cost(cand_samples[i][1]))
+            for i in common
+        )
+        base = statistics.median(normalized_cost(base_samples[i][1]) for i in common)
+        cand = statistics.median(normalized_cost(cand_samples[i][1]) for i in common)
+        return statistics.median(gaps) < threshold, base, cand
     base = plan_cost(comparison.baseline.dominant)
     cand = plan_cost(comparison.candidate.dominant)
     return relative_gap(base, cand) < threshold, base, cand

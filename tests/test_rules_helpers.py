@@ -198,3 +198,44 @@ def test_plan_settings_that_contradict_the_recorded_gucs_are_ignored() -> None:
     # consistent: the recorded GUCs are listed (or at their defaults), the list is used
     merged = side_settings(side("pg15/range_seq_scan", {"enable_indexscan": "off"}))
     assert merged["enable_bitmapscan"] == "off" and merged["jit"] == "off"
+
+
+def test_near_tie_compares_the_costs_of_the_same_parameters() -> None:
+    """Dominant plans whose median costs are far apart (they were planned for different
+    parameter values) are still a near-tie when, parameter for parameter, both sides' plans
+    cost within 2%; and the other way round."""
+    from detector.model import QueryComparison, TimingComparison, Verdict
+    from rules.common import near_tie
+
+    def sided(label: str, costs: tuple[float, ...], dominant_cost: float) -> Side:
+        parsed = plan("pg15/join_nested_loop")
+        variant = PlanVariant(label, "s", parsed, len(costs), 1.0, dominant_cost)
+        return Side(
+            label,
+            150018,
+            {},
+            (variant,),
+            (1.0,) * len(costs),
+            None,
+            sample_indices=tuple(range(len(costs))),
+            costs=costs,
+        )
+
+    timing = TimingComparison(Verdict.INCONCLUSIVE, 1.0, 0.9, 1.1, 0.5, 0.1, None, "r")
+    per_sample = (100.0, 5000.0, 20000.0, 800.0, 300.0)
+
+    def comparison(base: Side, cand: Side) -> QueryComparison:
+        return QueryComparison("k", "q", "SELECT 1", base, cand, timing)
+
+    tied = comparison(
+        sided("a", per_sample, 300.0), sided("b", tuple(c * 1.01 for c in per_sample), 5050.0)
+    )
+    assert near_tie(tied, 0.02)[0]
+    apart = comparison(
+        sided("a", per_sample, 800.0), sided("b", tuple(c * 1.5 for c in per_sample), 800.0)
+    )
+    assert not near_tie(apart, 0.02)[0]
+    unpaired = comparison(  # other runs: no common samples, the dominant plans decide
+        sided("a", (), 800.0), sided("b", (), 805.0)
+    )
+    assert near_tie(unpaired, 0.02)[0]

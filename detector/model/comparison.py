@@ -107,8 +107,22 @@ class Side:
     timing: TimingStats | None
     calls: int | None = None  # executions in production (pg_stat_statements), when known
     planning_ms: tuple[float, ...] = ()
-    # the runner's sample index of each duration (same order): pairs sample i across sides
+    # the runner's sample index and the plan's total cost of each duration (same order): sample
+    # i of one side ran with the same parameters as sample i of the other
     sample_indices: tuple[int, ...] = ()
+    costs: tuple[float, ...] = ()
+
+    def by_sample(self) -> dict[int, tuple[float, float]]:
+        """(duration ms, total cost) per sample index; empty when samples are not indexed (logs,
+        time windows)."""
+        if not self.sample_indices:
+            return {}
+        return {
+            index: (duration, cost)
+            for index, duration, cost in zip(
+                self.sample_indices, self.durations_ms, self.costs, strict=True
+            )
+        }
 
     @property
     def dominant(self) -> PlanVariant:
