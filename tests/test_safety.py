@@ -279,3 +279,28 @@ sql = "UPDATE t SET v = v + 1 WHERE id = 1"
         if timing == "plain":  # the client's wall time, not the server's Execution Time
             assert all(r.duration_ms == r.client_ms for r in rows)
     assert rows_in_t(conninfo) == 1000
+
+
+@pytest.mark.parametrize(
+    ("flags", "problem"),
+    [
+        (["--repetitions=-1"], "--repetitions -1"),
+        (["--repetitions=0"], "--repetitions 0"),
+        (["--warmup=-1"], "--warmup -1"),
+    ],
+)
+def test_counts_on_the_command_line_must_be_positive(
+    tmp_path: Path, flags: list[str], problem: str
+) -> None:
+    from typer.testing import CliRunner
+
+    from detector.cli import app
+
+    path = tmp_path / "w.toml"
+    path.write_text(HEAD + '[[queries]]\nname = "q"\nsql = "SELECT 1"\n')
+    result = CliRunner().invoke(
+        app, ["run", str(path), "--store", str(tmp_path / "s.duckdb"), *flags]
+    )
+    assert result.exit_code == 2
+    assert f"error: {problem}" in result.output and "hint:" in result.output
+    assert not (tmp_path / "s.duckdb").exists()
