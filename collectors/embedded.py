@@ -50,8 +50,14 @@ def default_base_dir() -> Path:
     return Path(tempfile.gettempdir()) / "planshift-clusters"
 
 
-def initdb_options_for(installation: Installation) -> tuple[str, ...]:
-    """The same cluster on every version: PG 18 turned data checksums on by default."""
+def initdb_options_for(
+    installation: Installation, checksums: bool | None = None
+) -> tuple[str, ...]:
+    """The same cluster on every version: data checksums off unless asked for (PG 18's initdb
+    turns them on by default, 15 and 17 leave them off), so a version comparison does not
+    measure checksum verification; `checksums=True` turns them on on any version."""
+    if checksums:
+        return (*DEFAULT_INITDB_OPTIONS, "--data-checksums")
     if installation.major >= 18:
         return (*DEFAULT_INITDB_OPTIONS, "--no-data-checksums")
     return DEFAULT_INITDB_OPTIONS
@@ -138,12 +144,13 @@ class EmbeddedCluster:
         keep: bool = False,
         settings: Mapping[str, str] | None = None,
         name: str | None = None,
+        checksums: bool | None = None,
     ) -> None:
         self.installation = installation
         self.base_dir = base_dir if base_dir is not None else default_base_dir()
         self.keep = keep
         self.name = name or installation.name
-        self.initdb_options = initdb_options_for(installation)
+        self.initdb_options = initdb_options_for(installation, checksums)
         self.server_settings = self._planshift_settings(settings or {})
         self.port = int(self.server_settings.get("port", DEFAULT_PORT))
         self.cluster_dir: Path | None = None
@@ -167,6 +174,9 @@ class EmbeddedCluster:
             "full_page_writes": "off",
             "max_connections": "30",
             "logging_collector": "off",
+            # I/O read and write times in every plan (EXPLAIN ... BUFFERS): what a cold trial
+            # or a slower disk costs, beside the block counts
+            "track_io_timing": "on",
         }
         if self.installation.major >= 14:
             settings["compute_query_id"] = "on"

@@ -17,12 +17,13 @@ import json
 import random
 import socket
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
 
 import psycopg
 
+from collectors.cache import Eviction, prepare_eviction
 from collectors.server_info import describe_server
 from collectors.session import connect, one_statement, reset_session
 from collectors.targets import Server
@@ -54,6 +55,7 @@ class Side:
     connection: psycopg.Connection[Any]
     target_id: int = 0
     name: str = ""
+    eviction: Eviction | None = None  # how cold trials are made on this side's server
     # per query: the planner settings EXPLAIN (SETTINGS) showed for its first measured plan on
     # this side; every later plan must show the same, or something changed settings mid-run
     settings: dict[str, Mapping[str, str]] = field(default_factory=dict)
@@ -78,6 +80,7 @@ class RunOptions:
     statement_timeout: str = "60s"
     queries: tuple[str, ...] = ()  # only these query names (default: all)
     setup_on_dsn: bool = False  # run the workload's [setup] on --dsn servers too
+    cache: str | None = None  # "warm" | "cold" for every query (--cache), else the workload's
     side_names: dict[tuple[str, str], str] = field(default_factory=dict)
 
 
@@ -251,13 +254,22 @@ def run_workload(
     )
     sides: list[Side] = []
     try:
+        if options.cache is not None:
+            workload = replace(
+                workload,
+                cache=options.cache,
+                queries=tuple(replace(q, cache=None) for q in workload.queries),
+            )
+        cold = any(workload.cache_of(q) == "cold" for q in _selected(workload, options))
         for server in servers:
             with connect(server) as conn:
                 _prepare_server(server, conn, workload, options.setup_on_dsn)
                 server.info.update(describe_server(conn))
+                eviction = prepare_eviction(server, conn) if cold else None
+            server.info["cache"] = eviction.describe() if eviction else {"mode": "warm"}
             # a session per side: nothing one side's statements leave behind reaches another
             for variant, gucs in workload.variants.items():
-                sides.append(Side(server, variant, dict(gucs), connect(server)))
+                sides.append(Side(server, variant, dict(gucs), connect(server), eviction=eviction))
         for side in sides:
             side.name = side_name(
                 side.server.name, side.variant, len(servers), len(workload.variants)
@@ -309,15 +321,19 @@ def _measure(
     reps = options.repetitions or query.repetitions or workload.repetitions
     warmup = workload.warmup if options.warmup is None else options.warmup
     rng = random.Random(f"{workload.seed}:{query.name}:{point}")
+    cold = workload.cache_of(query) == "cold"
     observations: list[Observation] = []
     for index in range(warmup + reps):
         params = query.parameters(rng, index, fixed)
         measured = index >= warmup
         # priming: the first execution with new parameters reads their pages into shared
         # buffers and the next ones hit them; without it each side's timings mix both cases
-        passes = (False, True) if measured and workload.prime else (measured,)
+        # (a cold trial is the opposite: it evicts them before each measured execution)
+        passes = (False, True) if measured and workload.prime and not cold else (measured,)
         for recorded in passes:
             for side in rotated(sides, index):
+                if recorded and cold and side.eviction is not None:
+                    side.eviction.evict(side.connection, _relations(side, query, params))
                 try:
                     plan_json, plain_ms, client_ms = _execute(
                         side, query, params, options.statement_timeout, workload.timing
@@ -336,6 +352,21 @@ def _measure(
                     side.check_settings(observation.plan, f"{query.name} {point or ''}".strip())
                     observations.append(observation)
     return observations
+
+
+def _relations(side: Side, query: Query, params: dict[str, Any]) -> list[str]:
+    """The relations the statement's plan for these parameters reads (EXPLAIN, not executed)."""
+    bound = params if query.placeholders else None
+    gucs = {"statement_timeout": "60s", **side.gucs}
+    plan_json, _ = one_statement(side.connection, "EXPLAIN (FORMAT JSON) " + query.sql, bound, gucs)
+    plan = parse_plan(str(plan_json))
+    return sorted(
+        {
+            f"{node.schema}.{node.relation}" if node.schema else node.relation
+            for _, node in plan.nodes()
+            if node.relation
+        }
+    )
 
 
 def _observation(

@@ -164,7 +164,11 @@ def open_servers(
             if spec.postgres is not None:
                 installation = find_installation(spec.postgres, pg_bins)
                 cluster = EmbeddedCluster(
-                    installation, keep=keep, settings=dict(spec.settings), name=spec.name
+                    installation,
+                    keep=keep,
+                    settings=dict(spec.settings),
+                    name=spec.name,
+                    checksums=spec.checksums,
                 )
                 stack.enter_context(cluster)
                 servers.append(

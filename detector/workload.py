@@ -20,6 +20,7 @@ from detector.errors import PlanshiftError
 
 PARAM_KINDS = ("range", "choice", "values", "value")
 TIMING_MODES = ("off", "on", "plain")
+CACHE_MODES = ("warm", "cold")
 
 
 @dataclass(frozen=True)
@@ -60,6 +61,7 @@ class Query:
     sweep: Sweep | None = None
     repetitions: int | None = None
     generic_plan: bool = False  # plan-only: EXPLAIN (GENERIC_PLAN) of SQL with $n, no timings
+    cache: str | None = None  # "warm" | "cold" for this query (default: the workload's)
 
     @property
     def placeholders(self) -> bool:
@@ -88,6 +90,7 @@ class TargetSpec:
     postgres: str | None = None  # version or bindir for an embedded cluster
     dsn_env: str | None = None  # environment variable holding the DSN (keeps secrets out of files)
     settings: Mapping[str, str] = field(default_factory=dict)  # postgresql.conf for embedded
+    checksums: bool | None = None  # initdb --data-checksums for embedded (default: off)
 
 
 @dataclass(frozen=True)
@@ -108,6 +111,12 @@ class Workload:
     # how a measured execution is timed: EXPLAIN ANALYZE with per-node TIMING "off" (default)
     # or "on", or "plain": the bare statement's round trip (its plan from an extra EXPLAIN)
     timing: str = "off"
+    # "warm": executions find what earlier ones cached; "cold": before each measured execution the
+    # relations it reads are evicted from shared buffers and the OS page cache (collectors/cache.py)
+    cache: str = "warm"
+
+    def cache_of(self, query: Query) -> str:
+        return query.cache or self.cache
 
     def query(self, name: str) -> Query:
         for query in self.queries:
@@ -119,11 +128,20 @@ class Workload:
 # every table of a workload file and the keys it may hold; anything else is a typo
 SECTIONS = ("workload", "setup", "queries", "variants", "targets")
 KEYS = {
-    "workload": ("name", "description", "repetitions", "warmup", "seed", "prime", "timing"),
+    "workload": (
+        "name",
+        "description",
+        "repetitions",
+        "warmup",
+        "seed",
+        "prime",
+        "timing",
+        "cache",
+    ),
     "setup": ("sql", "files", "on_dsn"),
-    "query": ("name", "sql", "params", "sweep", "repetitions", "generic_plan"),
+    "query": ("name", "sql", "params", "sweep", "repetitions", "generic_plan", "cache"),
     "sweep": ("param", "values"),
-    "target": ("name", "postgres", "dsn_env", "settings"),
+    "target": ("name", "postgres", "dsn_env", "settings", "checksums"),
 }
 GUC_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)?")
 
@@ -258,6 +276,9 @@ class _Reader:
                 "a generic plan takes no parameter values",
                 "write $1, $2 ... in the SQL (as pg_stat_statements shows it) and drop params/sweep",
             )
+        cache = raw.get("cache")
+        if cache is not None and cache not in CACHE_MODES:
+            raise self.fail(f"{where}.cache", f'expected "warm" or "cold", got {cache!r}')
         names.add(name)
         return Query(
             name=name,
@@ -266,6 +287,7 @@ class _Reader:
             sweep=sweep,
             repetitions=reps,
             generic_plan=generic,
+            cache=cache,
         )
 
     def target(self, raw: Any, index: int) -> TargetSpec:
@@ -287,11 +309,18 @@ class _Reader:
         if (postgres is None) == (dsn_env is None):
             raise self.fail(where, 'give exactly one of postgres = "15" or dsn_env = "VAR"')
         settings = self.gucs(self.table(raw, "settings", f"{where}."), f"{where}.settings")
+        checksums = raw.get("checksums")
+        if checksums is not None and (not isinstance(checksums, bool) or dsn_env is not None):
+            raise self.fail(
+                f"{where}.checksums",
+                "expected true or false, for an embedded target (postgres = ...)",
+            )
         return TargetSpec(
             name=raw["name"],
             postgres=None if postgres is None else str(postgres),
             dsn_env=dsn_env,
             settings=settings,
+            checksums=checksums,
         )
 
 
@@ -332,6 +361,9 @@ def load_workload(path: str | Path) -> Workload:
             '"check" (default) only checks a --dsn server has the tables; "run" runs the setup there',
         )
     statements = _setup_statements(reader, setup, path.parent)
+    cache = reader.text(head, "cache", "workload.", "warm")
+    if cache not in CACHE_MODES:
+        raise reader.fail("workload.cache", f'expected "warm" or "cold", got {cache!r}')
     timing = reader.text(head, "timing", "workload.", "off")
     if timing not in TIMING_MODES:
         raise reader.fail(
@@ -367,6 +399,7 @@ def load_workload(path: str | Path) -> Workload:
         prime=_flag(reader, head, "prime", True),
         setup_on_dsn=on_dsn == "run",
         timing=timing,
+        cache=cache,
         content_hash=hashlib.sha256(raw_bytes).hexdigest()[:16],
     )
 

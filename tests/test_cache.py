@@ -1,0 +1,136 @@
+"""Cold-cache trials on real PostgreSQL: a cold execution reads its pages, a warm one does not,
+the server stays healthy, and what a version cannot evict is said."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import psycopg
+import pytest
+
+from collectors.embedded import EmbeddedCluster
+from collectors.runner import RunOptions, run_workload
+from collectors.targets import open_servers, resolve_target_specs
+from detector.store import Store
+from detector.workload import load_workload
+from tests.conftest import FreshDb
+
+WORKLOAD = """
+[workload]
+name = "cache"
+repetitions = 4
+warmup = 1
+
+[setup]
+sql = '''
+CREATE TABLE t (id int PRIMARY KEY, v int, pad text);
+INSERT INTO t SELECT i, i % 100, repeat('x', 200) FROM generate_series(1, 20000) i;
+VACUUM ANALYZE t;
+'''
+
+[[queries]]
+name = "scan"
+sql = "SELECT sum(v) FROM t WHERE id BETWEEN %(lo)s AND %(lo)s + 2000"
+params = { lo = { range = [1, 17000] } }
+"""
+
+
+def run(tmp_path: Path, conninfo: str, cache: str) -> tuple[Store, int]:
+    path = tmp_path / "w.toml"
+    path.write_text(WORKLOAD)
+    workload = load_workload(path)
+    specs = resolve_target_specs(workload.targets, [], {"local": conninfo})
+    store = Store(tmp_path / f"{cache}.duckdb")
+    with open_servers(specs, dsns={"local": conninfo}) as servers:
+        run_id = run_workload(workload, servers, store, RunOptions(cache=cache, setup_on_dsn=True))
+    return store, run_id
+
+
+@pytest.mark.parametrize("major", [17, 18])
+def test_a_cold_execution_reads_its_pages_and_a_warm_one_does_not(
+    tmp_path: Path, fresh_db: FreshDb, major: int, request: pytest.FixtureRequest
+) -> None:
+    cluster: EmbeddedCluster = request.getfixturevalue(f"pg{major}")
+    conninfo = fresh_db(cluster)
+    with psycopg.connect(conninfo, autocommit=True) as conn:  # a --dsn server: the DBA installs it
+        conn.execute("CREATE EXTENSION pg_buffercache")
+    for cache in ("cold", "warm"):
+        if cache == "warm":
+            with psycopg.connect(conninfo, autocommit=True) as conn:
+                conn.execute("DROP TABLE t")
+        store, run_id = run(tmp_path, conninfo, cache)
+        with store:
+            (target,) = store.targets([run_id])
+            rows = store.observations([target.target_id])
+        assert len(rows) == 4
+        if cache == "cold":
+            assert target.info["cache"] == {
+                "mode": "cold",
+                "shared_buffers": "evicted",
+                "os_page_cache": "not dropped",
+                "limits": ["the OS page cache of a --dsn server is out of reach: not dropped"],
+            }
+            assert all(r.shared_read > 0 and r.io_read_ms > 0 for r in rows), rows
+        else:
+            assert target.info["cache"] == {"mode": "warm"}
+            assert all(r.shared_read == 0 for r in rows), rows
+    with psycopg.connect(conninfo) as conn:  # eviction left the server healthy
+        assert conn.execute("SELECT count(*) FROM t").fetchone() == (20000,)
+
+
+def test_cold_on_an_embedded_cluster_also_drops_the_os_page_cache(
+    tmp_path: Path, installations: object
+) -> None:
+    path = tmp_path / "w.toml"
+    path.write_text(
+        WORKLOAD.replace("[setup]", '[[targets]]\nname = "pg18"\npostgres = "18"\n\n[setup]')
+    )
+    workload = load_workload(path)
+    specs = resolve_target_specs(workload.targets, [], {})
+    try:
+        servers_cm = open_servers(specs)
+        servers = servers_cm.__enter__()
+    except Exception as exc:  # PostgreSQL 18 missing: the fixture-level skip says how to get it
+        pytest.skip(f"PostgreSQL 18 is not available: {exc}")
+    try:
+        with Store(tmp_path / "s.duckdb") as store:
+            run_id = run_workload(workload, servers, store, RunOptions(cache="cold"))
+            (target,) = store.targets([run_id])
+            rows = store.observations([target.target_id])
+    finally:
+        servers_cm.__exit__(None, None, None)
+    assert target.info["cache"]["os_page_cache"] == "dropped"
+    assert target.info["cache"]["limits"] == []
+    assert all(r.shared_read > 0 and r.io_read_ms > 0 for r in rows)
+
+
+def test_postgresql_15_says_it_cannot_evict_shared_buffers(
+    tmp_path: Path, pg15: EmbeddedCluster, fresh_db: FreshDb
+) -> None:
+    store, run_id = run(tmp_path, fresh_db(pg15), "cold")
+    with store:
+        (target,) = store.targets([run_id])
+    assert target.info["cache"]["shared_buffers"] == "not evicted"
+    assert any("cannot evict shared buffers" in why for why in target.info["cache"]["limits"])
+
+
+@pytest.mark.parametrize(("checksums", "expected"), [(True, "on"), (None, "off")])
+def test_checksums_are_a_per_target_choice_recorded_with_the_target(
+    tmp_path: Path, checksums: bool | None, expected: str, pg15: EmbeddedCluster
+) -> None:
+    line = "" if checksums is None else f"checksums = {str(checksums).lower()}\n"
+    path = tmp_path / "w.toml"
+    path.write_text(
+        WORKLOAD.replace("repetitions = 4", "repetitions = 1").replace(
+            "[setup]", f'[[targets]]\nname = "pg15"\npostgres = "15"\n{line}\n[setup]'
+        )
+    )
+    workload = load_workload(path)
+    with (
+        open_servers(resolve_target_specs(workload.targets, [], {})) as servers,
+        Store(tmp_path / "s.duckdb") as store,
+    ):
+        run_id = run_workload(workload, servers, store, RunOptions())
+        (target,) = store.targets([run_id])
+    assert target.info["settings"]["data_checksums"] == expected
+    assert ("--data-checksums" in target.info["initdb_options"]) == bool(checksums)
