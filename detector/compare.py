@@ -94,12 +94,18 @@ def resolve_side(store: Store, spec: str, run_id: int | None) -> TargetRecord:
     exact = [t for t in targets if t.name == name]
     if exact:
         return exact[0]
+    full = [t for t in targets if name == f"{t.info.get('server')}/{t.info.get('variant')}"]
+    if full:
+        return full[0]
     partial = [t for t in targets if name in (t.info.get("server"), t.info.get("variant"))]
     if len(partial) == 1:
         return partial[0]
     names = ", ".join(t.name for t in targets)
     problem = "is ambiguous" if partial else "matches no target"
-    raise PlanshiftError(f"{name!r} {problem} in run {run_id}", f"targets of run {run_id}: {names}")
+    raise PlanshiftError(
+        f"{name!r} {problem} in run {run_id}",
+        f"targets of run {run_id}: {names}; NAME@RUN or --run picks another run (`planshift runs`)",
+    )
 
 
 def compare_sides(
