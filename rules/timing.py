@@ -90,7 +90,9 @@ def timing_improvement(
     ## What it flags
     A query whose timing comparison says `improved`: the confidence interval of
     the median ratio lies below 1 and the effect exceeds the minimum and the noise
-    floor. Always info; it never fails a CI gate.
+    floor. Always info; it never fails a CI gate. With the same plan at the same
+    cost it names what moved the clock as PS202 does (the differing I/O, JIT,
+    memory and parallelism settings, the version, more blocks read, I/O time).
 
     ## Why it matters
     An upgrade or a settings change is judged by its wins as well as its losses,
@@ -109,7 +111,17 @@ def timing_improvement(
     """
     if comparison.timing.verdict is not Verdict.IMPROVED:
         return
-    yield emit("PS201", comparison, _timing_message(comparison), _evidence(comparison))
+    message, evidence = _timing_message(comparison), _evidence(comparison)
+    base_cost = plan_cost(comparison.baseline.dominant)
+    cand_cost = plan_cost(comparison.candidate.dominant)
+    if not comparison.plan_changed and relative_gap(base_cost, cand_cost) <= SAME_COST:
+        hint, named = _io_hint(comparison)
+        message += f" and cost ({fmt_cost(base_cost)} vs {fmt_cost(cand_cost)}); {hint}"
+        evidence["settings"] = [c.as_evidence() for c in named]
+    yield emit("PS201", comparison, message, evidence)
+
+
+SAME_COST = 0.05  # PS201 names clock-only settings when the costs are this close
 
 
 def _io_hint(comparison: QueryComparison) -> tuple[str, list[SettingChange]]:
@@ -130,6 +142,12 @@ def _io_hint(comparison: QueryComparison) -> tuple[str, list[SettingChange]]:
         parts.append(
             f"shared read {base_read} -> {cand_read} blocks in the example executions "
             "(a colder cache?)"
+        )
+    base_io = comparison.baseline.dominant.plan.buffers_total().io_read_ms
+    cand_io = comparison.candidate.dominant.plan.buffers_total().io_read_ms
+    if base_io > 0 and cand_io > 0 and relative_gap(base_io, cand_io) >= 0.2:
+        parts.append(
+            f"I/O read time {base_io:.3g} -> {cand_io:.3g} ms in the example executions"
         )
     if not parts:
         parts.append(

@@ -134,3 +134,40 @@ def test_checksums_are_a_per_target_choice_recorded_with_the_target(
         (target,) = store.targets([run_id])
     assert target.info["settings"]["data_checksums"] == expected
     assert ("--data-checksums" in target.info["initdb_options"]) == bool(checksums)
+
+
+def test_cold_eic_comparison_on_18_names_effective_io_concurrency(tmp_path: Path) -> None:
+    """Seed 001 on PostgreSQL 18: the same sparse bitmap heap scan, effective_io_concurrency
+    0 vs 64, cold cache: faster with prefetching, same plan and cost, and the finding says
+    which setting did it."""
+    from detector.compare import CompareOptions, compare_sides, resolve_side
+
+    example = (
+        Path(__file__).resolve().parent.parent / "examples" / "io-concurrency" / "workload.toml"
+    )
+    path = tmp_path / "w.toml"
+    path.write_text(example.read_text().replace("repetitions = 10", "repetitions = 20"))
+    workload = load_workload(path)
+    specs = resolve_target_specs(workload.targets, [], {})
+    try:
+        servers_cm = open_servers(specs)
+        servers = servers_cm.__enter__()
+    except Exception as exc:
+        pytest.skip(f"PostgreSQL 18 is not available: {exc}")
+    try:
+        with Store(tmp_path / "s.duckdb") as store:
+            run_id = run_workload(workload, servers, store, RunOptions())
+            result = compare_sides(
+                store,
+                resolve_side(store, "eic0", run_id),
+                resolve_side(store, "eic64", run_id),
+                CompareOptions(noise_run=None),
+            )
+    finally:
+        servers_cm.__exit__(None, None, None)
+    (query,) = result.queries
+    assert not query.plan_changed
+    assert query.timing.verdict.value == "improved", query.timing.describe()
+    (finding,) = [f for f in result.findings if f.code == "PS201"]
+    assert "same plan and cost" in finding.message
+    assert "effective_io_concurrency 0 -> 64" in finding.message
