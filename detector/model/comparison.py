@@ -195,6 +195,9 @@ class ComparisonResult:
     versions: tuple[int | None, int | None] = (None, None)
     # per table: {"baseline": {"rows": .., "correlation": {col: ..}}, "candidate": {...}}
     tables: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    # how each side was measured: {"baseline": {...}, "candidate": {...}} with the server version,
+    # initdb options, checksums, io_method, timing mode and cache mode (when recorded)
+    conditions: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     suppressed: tuple[tuple[Finding, str], ...] = ()  # (finding, the suppression's reason)
     noise_run: int | None = None  # the A/A run the noise floors came from
     # interleaved: both sides measured in one run, sample i back to back with the same

@@ -8,7 +8,9 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from detector.model import ComparisonResult, Finding, QueryComparison, Severity, Verdict
 
@@ -64,6 +66,44 @@ def is_quiet(query: QueryComparison) -> bool:
     """Same plan and measured unchanged: collapsed or left out of short reports. An
     inconclusive query is shown, with its effect and what would decide it."""
     return not query.plan_changed and query.timing.verdict is Verdict.UNCHANGED
+
+
+TIMING_MODES = {
+    "off": "EXPLAIN ANALYZE, TIMING OFF",
+    "on": "EXPLAIN ANALYZE with per-node timing",
+    "plain": "the bare statement, client-timed",
+}
+
+
+def condition_text(conditions: Mapping[str, Any]) -> str:
+    """`checksums off, io_method worker, timing EXPLAIN ANALYZE, TIMING OFF, cache cold (...)`."""
+    parts = []
+    if "data_checksums" in conditions:
+        parts.append(f"checksums {conditions['data_checksums']}")
+    if "io_method" in conditions:
+        parts.append(f"io_method {conditions['io_method']}")
+    if "timing" in conditions:
+        parts.append(f"timing: {TIMING_MODES.get(conditions['timing'], conditions['timing'])}")
+    cache = conditions.get("cache") or {}
+    if cache.get("mode") == "cold":
+        parts.append(
+            f"cache cold (shared buffers {cache.get('shared_buffers')}, OS page cache "
+            f"{cache.get('os_page_cache')})"
+        )
+    elif cache:
+        parts.append("cache warm")
+    return ", ".join(parts)
+
+
+def condition_lines(result: ComparisonResult) -> list[str]:
+    """One line per side on how it was measured; one line when both sides were measured alike."""
+    base = condition_text(result.conditions.get("baseline") or {})
+    cand = condition_text(result.conditions.get("candidate") or {})
+    if not base and not cand:
+        return []
+    if base == cand:
+        return [f"measured: {base}"]
+    return [f"measured {result.baseline}: {base}", f"measured {result.candidate}: {cand}"]
 
 
 def method_lines(result: ComparisonResult) -> list[str]:

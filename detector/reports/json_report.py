@@ -113,6 +113,7 @@ def to_document(result: ComparisonResult) -> dict[str, Any]:
             for f, reason in result.suppressed
         ],
         "noise_run": result.noise_run,
+        "conditions": {side: dict(values) for side, values in result.conditions.items()},
         "method": {
             "interleaved": result.interleaved,
             "alpha": result.alpha,

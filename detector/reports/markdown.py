@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from detector.model import ComparisonResult, Finding, QueryComparison, Severity, Side, Verdict
 from detector.reports.common import (
+    condition_lines,
     failing_findings,
     findings_by_query,
     fmt_count,
@@ -86,7 +87,8 @@ def _headline(result: ComparisonResult, fail_on: Severity | None) -> list[str]:
             else ""
         ),
     ]
-    lines += ["", *(f"_{markdown_inline(line)}._" for line in method_lines(result))]
+    notes = [*condition_lines(result), *method_lines(result)]
+    lines += ["", *(f"_{markdown_inline(line)}._" for line in notes)]
     return lines
 
 

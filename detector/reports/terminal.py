@@ -7,7 +7,13 @@ from rich.text import Text
 
 from detector.census import comparison_switches
 from detector.model import ComparisonResult, QueryComparison, Severity, Side, Verdict
-from detector.reports.common import is_quiet, method_lines, settings_text, version_text
+from detector.reports.common import (
+    condition_lines,
+    is_quiet,
+    method_lines,
+    settings_text,
+    version_text,
+)
 from detector.reports.escape import for_markup, single_line
 
 SEVERITY_STYLE = {Severity.ERROR: "bold red", Severity.WARNING: "yellow", Severity.INFO: "cyan"}
@@ -87,7 +93,7 @@ def render_terminal(result: ComparisonResult, console: Console, *, verbose: bool
         console.print(f"settings that differ: {for_markup(diffs)}")
     for fact in data_lines(result):
         console.print(single_line(fact), markup=False)
-    for note in method_lines(result):
+    for note in [*condition_lines(result), *method_lines(result)]:
         console.print(note, markup=False, style="dim")
     shown = 0
     for query in result.queries:
