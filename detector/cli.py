@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import os
 import signal
 import sys
 from collections.abc import Iterator
@@ -11,9 +13,8 @@ from typing import Annotated, Any, NoReturn
 
 import typer
 from rich.console import Console
-from rich.markup import escape
 from rich.text import Text
-from typer.core import TyperGroup
+from typer.core import TyperGroup, TyperOption
 
 from detector.errors import PlanshiftError
 
@@ -28,30 +29,51 @@ class _Commands(TyperGroup):
             fail(exc.message, exc.hint)
 
 
+def _flag_type(option: TyperOption, ctx: Any) -> str | None:
+    """Flags take no value: no `<bool>` beside them in --help (typer shows one for every option)."""
+    return None if option.is_flag else _value_type(option, ctx)
+
+
+_value_type = TyperOption.display_type_rich
+setattr(TyperOption, "display_type_rich", _flag_type)  # noqa: B010
+
 app = typer.Typer(
     cls=_Commands,
     name="planshift",
     help="Find PostgreSQL plan regressions across versions and settings before users do.",
     no_args_is_help=True,
-    add_completion=False,
+    add_completion=True,
     pretty_exceptions_enable=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
 )
-out = Console(highlight=False, soft_wrap=False)
-err = Console(stderr=True, highlight=False)
+
+
+def console(*, stderr: bool = False, markup: bool = True) -> Console:
+    """Full width when piped (no wrapping at 80 columns, no cells cut with `...`)."""
+    made = Console(stderr=stderr, highlight=False, soft_wrap=False, markup=markup)
+    if not made.is_terminal and "COLUMNS" not in os.environ:
+        made.width = PIPED_WIDTH
+    return made
+
+
+PIPED_WIDTH = 10_000
+out = console()
+err = console(stderr=True)
 # progress lines of jobs quote workload, query and target names: printed as they are
-progress = Console(stderr=True, highlight=False, markup=False)
+progress = console(stderr=True, markup=False)
 
 StoreOption = Annotated[
     Path, typer.Option("--store", "-s", help="DuckDB file holding runs and observations.")
 ]
 DEFAULT_STORE = Path("planshift.duckdb")
+DEFAULT_LOCK = Path("planshift.lock")
 ConfigOption = Annotated[
     Path | None,
     typer.Option(
         "--config", help="planshift.toml (default: found in . or its parents, or pyproject.toml)."
     ),
 ]
-FORMATS = ("terminal", "json")
+FormatOption = Annotated[str, typer.Option("--format", "-f", help="terminal (default) or json.")]
 
 
 def plain(value: object) -> Text:
@@ -59,12 +81,46 @@ def plain(value: object) -> Text:
     return Text(str(value))
 
 
+def colored() -> bool:
+    return err.is_terminal and not os.environ.get("NO_COLOR")
+
+
 def fail(message: str, hint: str | None = None) -> NoReturn:
     # messages quote user input and `planshift[pg17,pg18]`: never read them as rich markup
-    err.print(f"[bold red]error:[/] {escape(message)}", highlight=False)
+    style = colored()
+    err.print(Text.assemble(("error:", "bold red" if style else ""), " ", message))
     if hint:
-        err.print(f"[bold]hint:[/] {escape(hint)}", highlight=False)
+        err.print(Text.assemble(("hint:", "bold" if style else ""), " ", hint))
     raise typer.Exit(2)
+
+
+def check_format(value: str) -> bool:
+    """True for json, False for terminal; anything else is a usage error."""
+    if value not in ("terminal", "json"):
+        fail(f"unknown format {value!r}", "use --format terminal or json")
+    return value == "json"
+
+
+def print_json(document: Any) -> None:
+    sys.stdout.write(json.dumps(document, indent=2, sort_keys=True, default=str) + "\n")
+
+
+def _version(value: bool) -> None:
+    if value:
+        from detector import __version__
+
+        out.print(f"planshift {__version__}", markup=False)
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: Annotated[
+        bool,
+        typer.Option("--version", callback=_version, is_eager=True, help="Print the version."),
+    ] = False,
+) -> None:
+    """Find PostgreSQL plan regressions across versions and settings before users do."""
 
 
 @contextmanager
@@ -76,39 +132,6 @@ def user_errors() -> Iterator[None]:
     except KeyboardInterrupt:
         err.print("interrupted: embedded clusters stopped, the run is marked failed")
         raise typer.Exit(130) from None
-
-
-@app.command()
-def servers(
-    pg_bin: Annotated[
-        list[Path] | None, typer.Option("--pg-bin", help="Also consider this bin directory.")
-    ] = None,
-) -> None:
-    """List the PostgreSQL installations planshift can start embedded clusters from."""
-    from rich.table import Table
-
-    from collectors.installations import discover
-
-    with user_errors():
-        found = discover(pg_bin or [])
-    if not found:
-        fail(
-            "no PostgreSQL installation found",
-            "apt-get install postgresql-15, or pip install 'planshift[pg17,pg18]'",
-        )
-    table = Table(
-        "name", "version", "origin", "auto_explain", "pg_stat_statements", "bin directory"
-    )
-    for inst in found:
-        table.add_row(
-            inst.name,
-            inst.version,
-            inst.origin,
-            "yes" if inst.has_auto_explain else "no",
-            "yes" if inst.has_pg_stat_statements else "no",
-            str(inst.bindir),
-        )
-    out.print(table)
 
 
 @app.command()
@@ -138,7 +161,7 @@ def run(
         list[str] | None, typer.Option("--variant", help="Only this variant. Repeatable.")
     ] = None,
     keep: Annotated[
-        bool, typer.Option(help="Keep embedded clusters' directories after the run.")
+        bool, typer.Option("--keep", help="Keep embedded clusters' directories after the run.")
     ] = False,
     pg_bin: Annotated[
         list[Path] | None, typer.Option("--pg-bin", help="PostgreSQL bin directory to use.")
@@ -147,7 +170,7 @@ def run(
         bool,
         typer.Option(
             "--setup",
-            help="Also run the workload's [setup] SQL on --dsn servers (default: only check "
+            help="Also run the workload's \\[setup] SQL on --dsn servers (default: only check "
             "that the tables it creates exist).",
         ),
     ] = False,
@@ -177,11 +200,20 @@ def run(
 @app.command()
 def compare(
     baseline: Annotated[
-        str, typer.Option("--baseline", "-b", help="Baseline side: NAME or NAME@RUN.")
-    ],
+        str | None,
+        typer.Option(
+            "--baseline",
+            "-b",
+            help="Baseline side: NAME, SERVER/VARIANT, NAME@RUN or a time window SINCE..UNTIL "
+            "(default: the first of a run with two sides).",
+        ),
+    ] = None,
     candidate: Annotated[
-        str, typer.Option("--candidate", "-c", help="Candidate side: NAME or NAME@RUN.")
-    ],
+        str | None,
+        typer.Option(
+            "--candidate", "-c", help="Candidate side, as --baseline (default: the other side)."
+        ),
+    ] = None,
     store: StoreOption = DEFAULT_STORE,
     run_id: Annotated[
         int | None, typer.Option("--run", help="Run id (default: the latest complete run).")
@@ -233,7 +265,10 @@ def compare(
     ] = None,
     approved: Annotated[
         Path | None,
-        typer.Option(help="Approved-plans file (planshift approve): flag plans not in it (PS600)."),
+        typer.Option(
+            help="Approved-plans file (planshift approve): flag plans not in it (PS600); "
+            "default: planshift.lock when the current directory has one."
+        ),
     ] = None,
     noise: Annotated[
         str,
@@ -257,6 +292,13 @@ def compare(
 
     with user_errors():
         settings = load_config(config)
+        if approved is None and settings.approved is None and DEFAULT_LOCK.is_file():
+            approved = DEFAULT_LOCK
+            err.print(
+                f"approved plans: {DEFAULT_LOCK} in the current directory (PS600 flags plans not in "
+                "it; --approved FILE for another)",
+                markup=False,
+            )
         options = compare_options(
             settings,
             min_effect=min_effect,
@@ -296,100 +338,6 @@ def failing(worst: str | None, fail_on: str) -> int:
 
 
 @app.command()
-def runs(store: StoreOption = DEFAULT_STORE) -> None:
-    """List the runs in the store with their targets."""
-    from rich.table import Table
-
-    from detector.store import Store
-
-    with user_errors(), Store(store, read_only=True) as db:
-        table = Table("run", "label", "started", "status", "targets")
-        targets = db.targets()
-        notes = []
-        for record in db.runs():
-            names = ", ".join(t.name for t in targets if t.run_id == record.run_id)
-            table.add_row(
-                str(record.run_id),
-                plain(record.label),
-                str(record.started_at)[:19],
-                record.status,
-                plain(names),
-            )
-            if record.note:
-                notes.append(f"run {record.run_id}: {record.note}")
-    out.print(table)
-    for note in notes:
-        out.print(note, markup=False)
-
-
-@app.command()
-def rules(code: Annotated[str | None, typer.Argument(help="Rule code or name.")] = None) -> None:
-    """List the rule catalog, or print one rule's documentation."""
-    from rich.table import Table
-
-    from rules import all_rules, get_rule
-
-    if code is None:
-        table = Table("code", "name", "severity", "summary")
-        for rule in all_rules():
-            table.add_row(rule.code, rule.name, rule.severity.value, rule.summary)
-        out.print(table)
-        return
-    try:
-        rule = get_rule(code)
-    except PlanshiftError as exc:
-        fail(exc.message, exc.hint or "`planshift rules` lists the catalog")
-    out.print(
-        f"[bold]{rule.code} {rule.name}[/] (family {rule.family}, default severity {rule.severity.value})"
-    )
-    out.print(rule.doc, markup=False)
-    if rule.options:
-        out.print(
-            "options: " + ", ".join(f"{k} = {v!r}" for k, v in rule.options.items()), markup=False
-        )
-
-
-@app.command()
-def census(
-    store: StoreOption = DEFAULT_STORE,
-    run_id: Annotated[
-        int | None, typer.Option("--run", help="Run id (default: the latest complete run).")
-    ] = None,
-    query: Annotated[str | None, typer.Option("--query", "-q", help="Only this query.")] = None,
-    target: Annotated[
-        list[str] | None, typer.Option("--target", "-t", help="Only these targets. Repeatable.")
-    ] = None,
-    output: Annotated[
-        Path | None,
-        typer.Option("--output", "-o", help="Also write an HTML heat map (self-contained)."),
-    ] = None,
-    output_format: Annotated[
-        str, typer.Option("--format", "-f", help="terminal (default) or json.")
-    ] = "terminal",
-) -> None:
-    """Plan-shape census: samples per plan shape for every target and sweep point, and switch points."""
-    from detector.jobs import census_from_store
-    from detector.reports.census_json import render_census_json
-    from detector.reports.census_terminal import render_census
-
-    with user_errors():
-        if output_format not in ("terminal", "json"):
-            raise PlanshiftError(
-                f"unknown format {output_format!r}", "use --format terminal or json"
-            )
-        censuses = census_from_store(store, run_id, query, target or [])
-    if output_format == "json":
-        out.out(render_census_json(censuses), end="", highlight=False)
-    else:
-        render_census(censuses, out)
-    if output is not None:
-        from detector.reports.census_html import render_census_html
-
-        output.write_text(render_census_html(censuses))
-        err.print(f"heat map written to {output}", markup=False)
-
-
-@app.command()
 def demo(
     store: StoreOption = Path("planshift-demo.duckdb"),
     workload: Annotated[
@@ -413,7 +361,7 @@ def demo(
 
 
 # the other command groups register themselves on `app` when imported
-from detector import cli_gate, cli_postmortem  # noqa: E402, F401
+from detector import cli_gate, cli_listing, cli_postmortem  # noqa: E402, F401
 
 
 def _terminate(signum: int, frame: object) -> None:

@@ -7,7 +7,18 @@ from typing import Annotated
 
 import typer
 
-from detector.cli import DEFAULT_STORE, StoreOption, app, out, plain, progress, user_errors
+from detector.cli import (
+    DEFAULT_STORE,
+    FormatOption,
+    StoreOption,
+    app,
+    check_format,
+    out,
+    plain,
+    print_json,
+    progress,
+    user_errors,
+)
 
 
 @app.command()
@@ -18,7 +29,7 @@ def approve(
     ] = None,
     run_id: Annotated[int | None, typer.Option("--run", help="Run id (default: the latest complete run).")] = None,
     lock: Annotated[Path, typer.Option("--file", help="Approved-plans file to write.")] = Path("planshift.lock"),
-    update: Annotated[bool, typer.Option(help="Accept changes to an existing file.")] = False,
+    update: Annotated[bool, typer.Option("--update", help="Accept changes to an existing file.")] = False,
 ) -> None:
     """Record the plans a target uses now as approved (a lock file to commit and review)."""
     from detector.gate import approve as record
@@ -38,6 +49,7 @@ def noise(
     variant: Annotated[str | None, typer.Option(help="Variant to run twice (default: the first).")] = None,
     repetitions: Annotated[int | None, typer.Option(help="Measured executions per query and side.")] = None,
     pg_bin: Annotated[list[Path] | None, typer.Option("--pg-bin", help="PostgreSQL bin directory.")] = None,
+    output_format: FormatOption = "terminal",
 ) -> None:
     """A/A calibration: run one variant twice, interleaved; compare uses the noise floors."""
     from rich.table import Table
@@ -49,6 +61,7 @@ def noise(
         name, _, point = label.partition(" [")
         return (name, point_order(point.rstrip("]") or None))
 
+    as_json = check_format(output_format)
     with user_errors():
         run_id, floors = run_noise(
             workload_path=workload,
@@ -59,6 +72,11 @@ def noise(
             pg_bins=pg_bin or [],
             console=progress,
         )
+    if as_json:
+        from detector.reports.listing_json import noise_document
+
+        print_json(noise_document(run_id, floors))
+        return
     table = Table("query", "noise floor", title=f"A/A run {run_id}: spread of the median ratio")
     for label, floor in sorted(floors.items(), key=lambda kv: label_order(kv[0])):
         table.add_row(plain(label), f"{floor:.1%}")

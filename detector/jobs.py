@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import replace
@@ -20,6 +21,7 @@ from detector.noise import latest_noise_run, with_noise_floors
 from detector.reports import gate_severity, resolve_outputs, write_reports
 from detector.reports.escape import single_line
 from detector.reports.terminal import render_terminal
+from detector.side_pair import resolve_pair
 from detector.store import Store
 from detector.workload import load_workload
 
@@ -28,10 +30,12 @@ DEMO_WORKLOAD = Path(__file__).resolve().parent / "demo_workload.toml"
 
 
 @contextmanager
-def progress_bar(console: Console, total: int) -> Iterator[ProgressCallback | None]:
-    """A rich progress bar on a terminal; nothing when output is not a TTY."""
+def progress_bar(console: Console, total: int) -> Iterator[ProgressCallback]:
+    """A rich progress bar on a terminal; plain lines (every ~10% or 15 s) otherwise, for CI logs.
+
+    A call with 0 steps names a step that moves no bar (setting up a server)."""
     if not console.is_terminal:
-        yield None
+        yield PlainProgress(console, total)
         return
     columns = (
         TextColumn("{task.description:<28}", markup=False),
@@ -46,6 +50,41 @@ def progress_bar(console: Console, total: int) -> Iterator[ProgressCallback | No
             progress.update(task, advance=steps, description=single_line(description))
 
         yield advance
+
+
+class PlainProgress:
+    """`query 120/800 (15%), 0:42 elapsed` lines: something in a CI log during a long run."""
+
+    def __init__(self, console: Console, total: int, every_s: float = 15.0) -> None:
+        self.console = console
+        self.total = max(total, 1)
+        self.every_s = every_s
+        self.done = 0
+        self.started = self.last = time.monotonic()
+        self.next_mark = self.total / 10
+
+    def __call__(self, description: str, steps: int) -> None:
+        now = time.monotonic()
+        if steps == 0:
+            self._print(f"{description}, {self._elapsed(now)} elapsed")
+            return
+        self.done += steps
+        if self.done >= self.next_mark or now - self.last >= self.every_s or self.done >= self.total:
+            while self.next_mark <= self.done:
+                self.next_mark += self.total / 10
+            share = self.done / self.total
+            self._print(
+                f"{description} {self.done}/{self.total} ({share:.0%}), "
+                f"{self._elapsed(now)} elapsed"
+            )
+
+    def _elapsed(self, now: float) -> str:
+        seconds = int(now - self.started)
+        return f"{seconds // 60}:{seconds % 60:02d}"
+
+    def _print(self, text: str) -> None:
+        self.last = time.monotonic()
+        self.console.print(single_line(text), markup=False, highlight=False)
 
 
 def execute_run(
@@ -104,6 +143,7 @@ def execute_run(
             f"x variants {', '.join(workload.variants)}"
         )
         console.print(single_line(text), markup=False)
+        progress(f"setting up {names}", 0)
         run_id = run_workload(workload, servers, store, options, progress)
     for server in servers:
         if "kept_dir" in server.info:
@@ -117,14 +157,18 @@ def execute_run(
 
 def compare_from_store(
     store_path: Path,
-    baseline: str,
-    candidate: str,
+    baseline: str | None,
+    candidate: str | None,
     run_id: int | None,
     options: CompareOptions,
+    notes: Console | None = None,
 ) -> ComparisonResult:
+    """Compare two sides; `notes` (stderr) hears which sides were chosen when not said in full."""
     with Store(store_path, read_only=True) as store:
-        base = resolve_side(store, baseline, run_id)
-        cand = resolve_side(store, candidate, run_id)
+        sides = resolve_pair(store, baseline, candidate, run_id)
+        base, cand = sides.baseline, sides.candidate
+        if sides.note and notes is not None:
+            notes.print(single_line(sides.note), markup=False, highlight=False)
         if base.target_id == cand.target_id:
             raise PlanshiftError(
                 f"baseline and candidate are the same target ({base.name})",
@@ -148,8 +192,8 @@ def save_comparison(store_path: Path, result: ComparisonResult) -> int:
 def compare_and_report(
     *,
     store_path: Path,
-    baseline: str,
-    candidate: str,
+    baseline: str | None,
+    candidate: str | None,
     run_id: int | None,
     output_format: str | None,
     outputs: Sequence[str],
@@ -165,13 +209,12 @@ def compare_and_report(
     """
     specs = resolve_outputs(output_format, outputs)
     gate = gate_severity(fail_on)
-    result = compare_from_store(store_path, baseline, candidate, run_id, options)
+    # stderr: stdout may carry the JSON report
+    notes = Console(stderr=True, highlight=False, markup=False, soft_wrap=True)
+    result = compare_from_store(store_path, baseline, candidate, run_id, options, notes)
     if save:
         comparison_id = save_comparison(store_path, result)
-        # stderr: stdout may carry the JSON report
-        Console(stderr=True).print(
-            f"comparison {comparison_id} saved in {store_path}", highlight=False
-        )
+        notes.print(f"comparison {comparison_id} saved in {store_path}")
     write_reports(result, specs, fail_on=gate, console=console, verbose=verbose)
     worst = result.worst_severity()
     return worst.value if worst else None

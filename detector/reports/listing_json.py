@@ -1,0 +1,99 @@
+"""`--format json` of the listing commands: servers, runs, rules, noise (format_version 1).
+
+Each document is a dict with `format_version` and one list; the CLI prints it with sorted keys.
+Schemas: detector/reports/schema/{servers,runs,rules,noise}-v1.schema.json.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from collectors.installations import Installation
+    from detector.store import RunRecord, TargetRecord
+    from rules.base import Rule
+
+FORMAT_VERSION = 1
+
+
+def _time(value: datetime | None) -> str | None:
+    return value.isoformat() if value is not None else None
+
+
+def servers_document(found: Sequence[Installation]) -> dict[str, Any]:
+    return {
+        "format_version": FORMAT_VERSION,
+        "servers": [
+            {
+                "name": inst.name,
+                "version": inst.version,
+                "version_num": inst.version_num,
+                "origin": inst.origin,
+                "auto_explain": inst.has_auto_explain,
+                "pg_stat_statements": inst.has_pg_stat_statements,
+                "bindir": str(inst.bindir),
+            }
+            for inst in found
+        ],
+    }
+
+
+def runs_document(runs: Sequence[RunRecord], targets: Sequence[TargetRecord]) -> dict[str, Any]:
+    return {
+        "format_version": FORMAT_VERSION,
+        "runs": [
+            {
+                "run_id": run.run_id,
+                "label": run.label,
+                "started_at": _time(run.started_at),
+                "finished_at": _time(run.finished_at),
+                "status": run.status,
+                "note": run.note,
+                "tool_version": run.tool_version,
+                "host": run.host,
+                "targets": [_target(t) for t in targets if t.run_id == run.run_id],
+            }
+            for run in runs
+        ],
+    }
+
+
+def _target(target: TargetRecord) -> dict[str, Any]:
+    return {
+        "name": target.name,
+        "source": target.source,
+        "server": target.info.get("server"),
+        "variant": target.info.get("variant"),
+        "server_version_num": target.server_version_num,
+        "settings": dict(target.gucs),
+    }
+
+
+def rules_document(rules: Sequence[Rule]) -> dict[str, Any]:
+    return {
+        "format_version": FORMAT_VERSION,
+        "rules": [
+            {
+                "code": rule.code,
+                "name": rule.name,
+                "family": rule.family,
+                "severity": rule.severity.value,
+                "summary": rule.summary,
+                "options": dict(rule.options),
+                "doc": rule.doc,
+            }
+            for rule in rules
+        ],
+    }
+
+
+def noise_document(run_id: int, floors: Mapping[str, float]) -> dict[str, Any]:
+    """Floors by query label (`name` or `name [point]`), as `planshift noise` computes them."""
+    rows = []
+    for label, floor in floors.items():
+        name, _, point = label.partition(" [")
+        rows.append({"query": name, "point": point[:-1] if point else None, "noise_floor": floor})
+    rows.sort(key=lambda row: (row["query"], row["point"] or ""))
+    return {"format_version": FORMAT_VERSION, "run_id": run_id, "queries": rows}
