@@ -1,10 +1,16 @@
 """auto_explain's text format, read back into the EXPLAIN (FORMAT JSON) structure.
 
-Only what the model uses: node types with their strategy, join type, partial mode, relation,
-schema, alias, index, scan direction, CTE and subplan names, parent relationship, costs and
-rows, actual rows/loops/time, buffers, heap blocks, sort method, hash batches, workers.
+Only what the model and the reports use: node types with their strategy, join type, partial
+mode, relation, schema, alias, function and index names, scan direction, CTE and subplan
+names, parent relationship, costs and rows, actual rows/loops/time, buffers, heap blocks,
+sort method and space, hash buckets and batches, workers, rows removed, Disabled (18).
 The result goes through `detector.model.parse_plan`, so a text plan and a JSON plan of the
-same shape have the same fingerprint (tests check this on plans of a real server).
+same shape have the same fingerprint (tests/test_textplan.py checks this on 15, 17 and 18).
+
+Layout: a node's arrow `->  ` at column c puts its properties and its children's arrows at
+c + 6 (the root's at 2); an `InitPlan 1` / `SubPlan 1` / `CTE x` label sits at the children's
+column of the node that owns it. Text leaves out what JSON shows as zero or unchanged (rows
+removed, lossy heap blocks, original hash buckets): those are filled in as JSON has them.
 """
 
 from __future__ import annotations
@@ -18,11 +24,22 @@ _NODE = re.compile(
     r"^(?P<indent> *)(?:->  )?(?P<label>\S.*?)  \(cost=(?P<startup>[\d.]+)\.\.(?P<total>[\d.]+)"
     r" rows=(?P<rows>\d+) width=\d+\)"
     r"(?: \(actual (?:time=(?P<astart>[\d.]+)\.\.(?P<atotal>[\d.]+) )?rows=(?P<arows>[\d.]+)"
-    r" loops=(?P<loops>\d+)\)| \(never executed\))?\s*$"
+    r" loops=(?P<loops>\d+)\)|(?P<never> \(never executed\)))?\s*$"
 )
 _SUBPLAN = re.compile(r"^ *((?:InitPlan|SubPlan) \d+(?: \(returns [^)]*\))?|CTE \S.*)$")
+_MEMBER_PARENTS = {"Append", "Merge Append", "BitmapAnd", "BitmapOr"}
+_ZERO_UNLESS_SHOWN = (  # (property line seen, node types or None for any, JSON key shown as 0)
+    ("Filter", None, "Rows Removed by Filter"),
+    ("Join Filter", None, "Rows Removed by Join Filter"),
+    ("Recheck Cond", ("Bitmap Heap Scan",), "Rows Removed by Index Recheck"),
+    ("Index Cond", ("Index Scan", "Index Only Scan"), "Rows Removed by Index Recheck"),
+)
+
+_PART = r'(?:"(?:[^"]|"")*"|[^\s."]+)'
+_TARGET = re.compile(rf"^(?P<first>{_PART})(?:\.(?P<second>{_PART}))?(?: (?P<alias>{_PART}))?$")
 _JOIN = re.compile(
-    r"^(Nested Loop|Hash|Merge)(?: (Left|Full|Right|Semi|Anti|Right Anti|Right Semi))?(?: Join)?$"
+    r"^(?:Nested Loop|(Nested Loop|Hash|Merge)"
+    r"(?: (Left|Full|Right|Semi|Anti|Right Anti|Right Semi))? Join)$"
 )
 _AGGREGATES = {
     "Aggregate": "Plain",
@@ -37,36 +54,59 @@ _SCAN_ON = re.compile(
     r"|Table Function Scan|Custom Scan(?: \(\w+\))?) on (?P<target>.+)$"
 )
 _INDEX_SCAN = re.compile(
-    r"^(?P<type>Index Scan|Index Only Scan)(?P<backward> Backward)? using (?P<index>\S+)"
+    rf"^(?P<type>Index Scan|Index Only Scan)(?P<backward> Backward)? using (?P<index>{_PART})"
     r" on (?P<target>.+)$"
 )
-_BITMAP_INDEX = re.compile(r"^Bitmap Index Scan on (?P<index>\S+)$")
-_MEMBER_PARENTS = {"Append", "Merge Append", "BitmapAnd", "BitmapOr"}
+_BITMAP_INDEX = re.compile(rf"^Bitmap Index Scan on (?P<index>{_PART})$")
+_NAME_KEYS = {  # scan -> the JSON key of the object named before the alias (None: only an alias)
+    "CTE Scan": "CTE Name",
+    "WorkTable Scan": "CTE Name",
+    "Named Tuplestore Scan": "Tuplestore Name",
+    "Function Scan": "Function Name",
+    "Table Function Scan": "Table Function Name",
+    "Subquery Scan": None,
+    "Values Scan": None,
+}
+_HASH = re.compile(
+    r"^(?P<buckets>\d+)(?: \(originally (?P<obuckets>\d+)\))?"
+    r"  Batches: (?P<batches>\d+)(?: \(originally (?P<obatches>\d+)\))?"
+    r"  Memory Usage: (?P<memory>\d+)kB$"
+)
 _BUFFER_KEYS = {
     ("shared", "hit"): "Shared Hit Blocks",
     ("shared", "read"): "Shared Read Blocks",
     ("shared", "dirtied"): "Shared Dirtied Blocks",
     ("shared", "written"): "Shared Written Blocks",
+    ("local", "hit"): "Local Hit Blocks",
+    ("local", "read"): "Local Read Blocks",
+    ("local", "dirtied"): "Local Dirtied Blocks",
+    ("local", "written"): "Local Written Blocks",
     ("temp", "read"): "Temp Read Blocks",
     ("temp", "written"): "Temp Written Blocks",
 }
+_COUNTS = frozenset(
+    ("Workers Planned", "Workers Launched", "Heap Fetches", "Index Searches", "Subplans Removed")
+)
 
 
 def _unquote(name: str) -> str:
     return name[1:-1].replace('""', '"') if name.startswith('"') and name.endswith('"') else name
 
 
-def _target(node: dict[str, Any], target: str, *, relation_key: str | None) -> None:
-    """`schema.rel alias` (VERBOSE) or `rel alias` into Relation Name / Schema / Alias."""
-    words = target.split(" ")
-    name, alias = words[0], (words[1] if len(words) > 1 else None)
-    schema, dot, rest = name.partition(".")
-    if dot and not name.startswith('"'):
-        node["Schema"], name = _unquote(schema), rest
-    name = _unquote(name)
-    if relation_key:
-        node[relation_key] = name
-    node["Alias"] = _unquote(alias) if alias else name
+def _target(node: dict[str, Any], target: str, name_key: str | None) -> None:
+    """`schema.name alias`, `name alias`, `name` or (name_key None) `alias` into JSON keys."""
+    match = _TARGET.match(target)
+    if match is None:
+        node["Alias"] = target
+        return
+    schema, name = (match["first"], match["second"]) if match["second"] else (None, match["first"])
+    if name_key is None:
+        node["Alias"] = _unquote(name)
+        return
+    if schema is not None:
+        node["Schema"] = _unquote(schema)
+    node[name_key] = _unquote(name)
+    node["Alias"] = _unquote(match["alias"] or name)
 
 
 def node_from_label(label: str) -> dict[str, Any]:
@@ -88,28 +128,30 @@ def node_from_label(label: str) -> dict[str, Any]:
         node["Node Type"] = match["type"]
         node["Scan Direction"] = "Backward" if match["backward"] else "Forward"
         node["Index Name"] = _unquote(match["index"])
-        _target(node, match["target"], relation_key="Relation Name")
+        _target(node, match["target"], "Relation Name")
         return node
     if match := _BITMAP_INDEX.match(text):
         return {**node, "Node Type": "Bitmap Index Scan", "Index Name": _unquote(match["index"])}
     if match := _SCAN_ON.match(text):
         kind = match["type"]
         node["Node Type"] = "Custom Scan" if kind.startswith("Custom Scan") else kind
-        key = {"CTE Scan": "CTE Name", "WorkTable Scan": "CTE Name"}.get(kind)
-        if kind in ("Subquery Scan", "Function Scan", "Values Scan", "Table Function Scan"):
-            key = None
-        elif key is None:
-            key = "Relation Name"
-        _target(node, match["target"], relation_key=key)
+        if kind == "Foreign Scan":
+            node["Operation"] = "Select"
+        _target(node, match["target"], _NAME_KEYS.get(kind, "Relation Name"))
         return node
     if match := _JOIN.match(text):
-        node["Node Type"] = "Nested Loop" if match[1] == "Nested Loop" else f"{match[1]} Join"
+        kind = match[1] or "Nested Loop"
+        node["Node Type"] = kind if kind == "Nested Loop" else f"{kind} Join"
         node["Join Type"] = match[2] or "Inner"
+        return node
+    if text.startswith("Foreign ") and (operation := text.split(" ", 2)[1]) in _MODIFY:
+        node.update({"Node Type": "Foreign Scan", "Operation": operation})
+        _target(node, text.split(" on ", 1)[-1], "Relation Name")
         return node
     for operation in _MODIFY:
         if text.startswith(operation + " on "):
             node.update({"Node Type": "ModifyTable", "Operation": operation})
-            _target(node, text[len(operation) + 4 :], relation_key="Relation Name")
+            _target(node, text[len(operation) + 4 :], "Relation Name")
             return node
     if text.startswith(("SetOp ", "HashSetOp ")):
         hashed = text.startswith("Hash")
@@ -118,7 +160,8 @@ def node_from_label(label: str) -> dict[str, Any]:
     return node
 
 
-def _property(node: dict[str, Any], text: str) -> None:
+def node_property(node: dict[str, Any], text: str) -> str:
+    """One `Key: value` line of a node into its JSON keys; the line's key."""
     key, _, value = text.partition(": ")
     if key == "Buffers":
         for group in value.split(", "):
@@ -136,65 +179,107 @@ def _property(node: dict[str, Any], text: str) -> None:
     elif key == "Sort Method":
         method, _, space = value.partition("  ")
         node["Sort Method"] = method
-        if space:
-            node["Sort Space Type"] = space.partition(":")[0]
-    elif key in ("Workers Planned", "Workers Launched") and value.isdigit():
-        node[key] = int(value)
-    elif key.startswith("Rows Removed by ") and value.replace(".", "").isdigit():
-        node[key] = float(value)
-    elif key == "Hash Buckets" and "Batches: " in value:
-        batches = value.split("Batches: ")[1].split(" ")[0]
+        space_type, _, used = space.partition(": ")
+        if space_type:
+            node["Sort Space Type"] = space_type
+        if used.endswith("kB") and used[:-2].isdigit():
+            node["Sort Space Used"] = int(used[:-2])
+    elif key == "Buckets" and (match := _HASH.match(value)):
+        node["Hash Buckets"] = int(match["buckets"])
+        node["Original Hash Buckets"] = int(match["obuckets"] or match["buckets"])
+        node["Hash Batches"] = int(match["batches"])
+        node["Original Hash Batches"] = int(match["obatches"] or match["batches"])
+        node["Peak Memory Usage"] = int(match["memory"])
+    elif key == "Batches" and node.get("Node Type") == "Aggregate":
+        batches = value.split(" ")[0]
         if batches.isdigit():
-            node["Hash Batches"] = int(batches)
+            node["HashAgg Batches"] = int(batches)
+    elif key in _COUNTS and value.isdigit():
+        node[key] = int(value)
+    elif key == "Disabled":
+        node["Disabled"] = value == "true"
+    elif key.startswith("Rows Removed by ") and value.replace(".", "", 1).isdigit():
+        node[key] = float(value)
+    return key
+
+
+class _Node:
+    """A node being read: its JSON object, arrow column and the property keys seen."""
+
+    __slots__ = ("column", "json", "seen")
+
+    def __init__(self, json: dict[str, Any], column: int) -> None:
+        self.json = json
+        self.column = column
+        self.seen: set[str] = set()
+
+    @property
+    def inner_column(self) -> int:
+        """Where this node's properties, children and subplan labels start."""
+        return 2 if self.column < 0 else self.column + 6
+
+
+def _node(match: re.Match[str]) -> dict[str, Any]:
+    node = node_from_label(match["label"])
+    node["Startup Cost"] = float(match["startup"])
+    node["Total Cost"] = float(match["total"])
+    node["Plan Rows"] = int(match["rows"])
+    if match["arows"] is not None:
+        node["Actual Rows"] = float(match["arows"])
+        node["Actual Loops"] = float(match["loops"])
+        if match["atotal"] is not None:
+            node["Actual Startup Time"] = float(match["astart"])
+            node["Actual Total Time"] = float(match["atotal"])
+    elif match["never"]:
+        node["Actual Rows"] = 0.0
+        node["Actual Loops"] = 0.0
+    return node
 
 
 def parse_text_plan(lines: list[str]) -> dict[str, Any]:
     """Plan lines (root first, no leading tab) -> an EXPLAIN JSON "Plan" object."""
-    stack: list[tuple[int, dict[str, Any]]] = []  # (column of the node's arrow, node)
-    root: dict[str, Any] | None = None
-    label: tuple[int, str] | None = None
+    stack: list[_Node] = []
+    done: list[_Node] = []
+    label: str | None = None
     for raw in lines:
         match = _NODE.match(raw)
+        indent = len(raw) - len(raw.lstrip(" "))
         if match is None:
-            if root is None:
+            if not stack:
                 continue
             if sub := _SUBPLAN.match(raw):
-                label = (len(raw) - len(raw.lstrip(" ")), sub[1])
-            elif stack:
-                _property(stack[-1][1], raw.strip())
+                while len(stack) > 1 and stack[-1].column >= indent:
+                    stack.pop()
+                label = sub[1]
+            elif indent <= stack[-1].inner_column:  # deeper: a worker's own lines
+                key = node_property(stack[-1].json, raw.strip())
+                stack[-1].seen.add(key)
             continue
-        node = node_from_label(match["label"])
-        node["Startup Cost"] = float(match["startup"])
-        node["Total Cost"] = float(match["total"])
-        node["Plan Rows"] = int(match["rows"])
-        if match["arows"] is not None:
-            node["Actual Rows"] = float(match["arows"])
-            node["Actual Loops"] = float(match["loops"])
-            if match["atotal"] is not None:
-                node["Actual Total Time"] = float(match["atotal"])
-        column = len(match["indent"])
-        if root is None:
-            root = node
-            stack = [(-1, node)]
+        node = _Node(_node(match), len(match["indent"]))
+        done.append(node)
+        if not stack:
+            stack = [_Node(node.json, -1)]
+            done[-1] = stack[0]
             continue
-        while len(stack) > 1 and stack[-1][0] >= column:
+        while len(stack) > 1 and stack[-1].column >= node.column:
             stack.pop()
-        parent = stack[-1][1]
+        parent = stack[-1].json
         siblings = parent.setdefault("Plans", [])
-        if label is not None and label[0] < column:
-            name = label[1]
-            node["Parent Relationship"] = (
-                "InitPlan" if name.startswith(("Init", "CTE")) else "SubPlan"
+        if label is not None:
+            node.json["Parent Relationship"] = (
+                "InitPlan" if label.startswith(("Init", "CTE")) else "SubPlan"
             )
-            node["Subplan Name"] = name
+            node.json["Subplan Name"] = label
             label = None
         else:
-            node["Parent Relationship"] = _relationship(parent, siblings)
-        siblings.append(node)
-        stack.append((column, node))
-    if root is None:
+            node.json["Parent Relationship"] = _relationship(parent, siblings)
+        siblings.append(node.json)
+        stack.append(node)
+    if not stack:
         raise PlanshiftError("no plan node in the text plan")
-    return root
+    for node in done:
+        _fill_defaults(node)
+    return stack[0].json
 
 
 def _relationship(parent: dict[str, Any], siblings: list[dict[str, Any]]) -> str:
@@ -204,3 +289,19 @@ def _relationship(parent: dict[str, Any], siblings: list[dict[str, Any]]) -> str
         return "Subquery"
     plain = [s for s in siblings if s.get("Parent Relationship") in ("Outer", "Inner")]
     return "Outer" if not plain else "Inner"
+
+
+def _fill_defaults(node: _Node) -> None:
+    """What JSON shows and text leaves out because it is zero."""
+    plan = node.json
+    node_type = plan["Node Type"]
+    if node_type in ("Append", "Merge Append"):
+        plan.setdefault("Subplans Removed", 0)
+    if "Actual Loops" not in plan:
+        return
+    for seen, types, key in _ZERO_UNLESS_SHOWN:
+        if seen in node.seen and (types is None or node_type in types):
+            plan.setdefault(key, 0.0)
+    if node_type == "Bitmap Heap Scan":
+        plan.setdefault("Exact Heap Blocks", 0)
+        plan.setdefault("Lossy Heap Blocks", 0)

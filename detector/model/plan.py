@@ -3,7 +3,9 @@
 Version differences absorbed here (see DESIGN.md, "PostgreSQL facts that bite"):
 I/O timing key names, fractional ``Actual Rows`` (18), ``Disabled`` (18) versus the
 1e10 ``disable_cost`` added to costs (<= 17), ``Result Cache`` renamed ``Memoize``,
-``InitPlan 1 (returns $0)`` versus ``InitPlan 1``.
+``InitPlan 1 (returns $0)`` versus ``InitPlan 1``, and the ``NoMovement`` scan direction
+that 15 gives index scans of an index without order (GiST, hash, SP-GiST): 16+ says
+``Forward``, as the text format of every version does.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from detector.errors import PlanshiftError
 
 DISABLE_COST = 1.0e10
 NODE_TYPE_ALIASES = {"Result Cache": "Memoize"}
+SCAN_DIRECTION_ALIASES = {"NoMovement": "Forward"}
 _SUBPLAN_RETURNS = re.compile(r"\s*\(returns [^)]*\)\s*$")
 
 
@@ -174,6 +177,11 @@ def _subplan_name(raw: Mapping[str, Any]) -> str | None:
     return _SUBPLAN_RETURNS.sub("", name)
 
 
+def _scan_direction(raw: Mapping[str, Any]) -> str | None:
+    direction = _opt_str(raw, "Scan Direction")
+    return SCAN_DIRECTION_ALIASES.get(direction, direction) if direction else None
+
+
 def parse_node(raw: Mapping[str, Any]) -> PlanNode:
     if not isinstance(raw, Mapping) or "Node Type" not in raw:
         raise PlanshiftError(
@@ -191,7 +199,7 @@ def parse_node(raw: Mapping[str, Any]) -> PlanNode:
         strategy=_opt_str(raw, "Strategy"),
         partial_mode=_opt_str(raw, "Partial Mode"),
         parent_relationship=_opt_str(raw, "Parent Relationship"),
-        scan_direction=_opt_str(raw, "Scan Direction"),
+        scan_direction=_scan_direction(raw),
         cte_name=_opt_str(raw, "CTE Name"),
         subplan_name=_subplan_name(raw),
         startup_cost=float(raw.get("Startup Cost", 0.0)),
