@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -264,3 +265,114 @@ def test_a_killed_run_is_marked_failed_by_the_next_command(
     assert f"process {process.pid} on " in listed.stdout and "gone" in listed.stdout
     again = planshift("runs", "--store", store)
     assert again.stdout == listed.stdout
+
+
+def test_version_short_help_and_completion() -> None:
+    from detector import __version__
+
+    assert planshift("--version").stdout.strip() == f"planshift {__version__}"
+    top = planshift("-h")
+    assert top.returncode == 0 and "--install-completion" in top.stdout
+    assert "--show-completion" in top.stdout
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_short_help_and_flags_shown_as_flags(command: str) -> None:
+    result = planshift(command, "-h")
+    assert result.returncode == 0, result.stderr
+    assert "Usage:" in result.stdout
+    assert "<bool>" not in result.stdout and "--no-" not in result.stdout
+
+
+def test_no_color_and_piped_errors_are_plain() -> None:
+    for env in ({"NO_COLOR": "1", "FORCE_COLOR": ""}, {}):
+        result = subprocess.run(
+            [sys.executable, "-m", "detector", "rules", "PS999"],
+            capture_output=True, text=True, timeout=60, env={**os.environ, **env},
+        )  # fmt: skip
+        assert result.returncode == 2
+        assert result.stderr.startswith("error: unknown rule 'PS999'\nhint: ")
+        assert "\x1b[" not in result.stderr
+
+
+def test_piped_tables_are_not_cut_or_wrapped(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if k != "COLUMNS"}
+    long_bin = tmp_path / ("x" * 120) / "bin"
+    long_bin.mkdir(parents=True)
+    for binary in ("pg_ctl", "initdb", "postgres", "pg_config"):
+        os.symlink(f"/usr/lib/postgresql/15/bin/{binary}", long_bin / binary)
+    result = subprocess.run(
+        [sys.executable, "-m", "detector", "servers", "--pg-bin", str(long_bin)],
+        capture_output=True, text=True, timeout=60, env=env,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert "…" not in result.stdout and "..." not in result.stdout
+    assert "pg_stat_statements" in result.stdout
+    assert any(str(long_bin) in line for line in result.stdout.splitlines())
+
+
+def test_piped_run_prints_progress_lines(
+    tmp_path: Path, pg15: EmbeddedCluster, fresh_db: FreshDb
+) -> None:
+    workload = tmp_path / "w.toml"
+    workload.write_text(WORKLOAD.replace("repetitions = 8", "repetitions = 40"))
+    ran = planshift(
+        "run", workload, "-s", tmp_path / "s.duckdb", "--setup", "--dsn", f"local={fresh_db(pg15)}"
+    )
+    assert ran.returncode == 0, ran.stderr
+    lines = ran.stderr.splitlines()
+    assert lines[0].startswith("running cli-test") and lines[1].startswith("setting up local")
+    progress = [line for line in lines if line.startswith("lookup ")]
+    assert 5 <= len(progress) <= 12, lines
+    assert re.fullmatch(r"lookup (\d+)/\1 \(100%\), 0:\d\d elapsed", progress[-1]), progress
+
+
+def test_compare_names_sides_as_a_dba_types_them(
+    tmp_path: Path, pg15: EmbeddedCluster, fresh_db: FreshDb
+) -> None:
+    workload = tmp_path / "w.toml"
+    workload.write_text(WORKLOAD.replace("repetitions = 8", "repetitions = 5"))
+    store = tmp_path / "s.duckdb"
+    dsns = ("--dsn", f"a={fresh_db(pg15)}", "--dsn", f"b={fresh_db(pg15)}")
+    ran = planshift("run", workload, "-s", store, "--setup", *dsns, "-t", "a", "-t", "b")
+    assert ran.returncode == 0, ran.stderr
+
+    def sides(*args: str) -> tuple[str, str, str]:
+        result = planshift("compare", "-s", store, "-f", "json", "--fail-on", "never", *args, cwd=tmp_path)
+        assert result.returncode == 0, result.stderr
+        document = json.loads(result.stdout)
+        return document["baseline"], document["candidate"], result.stderr
+
+    # servers x variants: a server name takes its variant from the other side
+    base, cand, note = sides("-b", "a", "-c", "b")
+    assert (base, cand) == ("a/indexed", "b/indexed")
+    assert "a -> a/indexed, b -> b/indexed (the first variant both have" in note
+    assert sides("-b", "a", "-c", "b/seqscan")[:2] == ("a/seqscan", "b/seqscan")
+    assert sides("-b", "indexed", "-c", "seqscan")[:2] == ("a/indexed", "a/seqscan")
+    assert sides("-b", "b/indexed", "-c", "seqscan")[:2] == ("b/indexed", "b/seqscan")
+    many = planshift("compare", "-s", store)
+    assert many.returncode == 2 and "run 1 has 4 sides" in many.stderr
+
+    # one server: names are the variants, and server/variant works too
+    ran = planshift("run", workload, "-s", store, *dsns[:2])
+    assert ran.returncode == 0, ran.stderr
+    assert sides("-b", "a/indexed", "-c", "a/seqscan")[:2] == ("indexed", "seqscan")
+    base, cand, note = sides()
+    assert (base, cand) == ("indexed", "seqscan") and "the two sides of run 2" in note
+    assert sides("-c", "indexed")[:2] == ("seqscan", "indexed")
+
+    # a later one-variant run: the names come from the latest run that has both
+    ran = planshift("run", workload, "-s", store, *dsns[:2], "--variant", "indexed")
+    assert ran.returncode == 0, ran.stderr
+    base, cand, note = sides("-b", "indexed", "-c", "seqscan")
+    assert (base, cand) == ("indexed", "seqscan") and "run 2, the latest with both" in note
+    wrong = planshift("compare", "-s", store, "-b", "indexed", "-c", "nosuch")
+    assert wrong.returncode == 2 and "NAME@RUN" in wrong.stderr
+
+    # planshift.lock in the current directory is used without being named
+    approved = planshift("approve", "-s", store, "-t", "indexed@2", cwd=tmp_path)
+    assert approved.returncode == 0, approved.stderr
+    gated = planshift("compare", "-s", store, "-b", "indexed", "-c", "seqscan", "--select", "PS600", cwd=tmp_path)
+    assert gated.returncode == 1, gated.stdout
+    assert "approved plans: planshift.lock in the current directory" in gated.stderr
+    assert "PS600" in gated.stdout
