@@ -84,6 +84,21 @@ _BUFFER_KEYS = {
     ("temp", "read"): "Temp Read Blocks",
     ("temp", "written"): "Temp Written Blocks",
 }
+_EXPRESSIONS = frozenset(  # kept as JSON has them: they show a generic plan's `$1`
+    [
+        "Index Cond",
+        "Recheck Cond",
+        "Filter",
+        "Join Filter",
+        "Hash Cond",
+        "Merge Cond",
+        "One-Time Filter",
+        "TID Cond",
+        "Order By",
+        "Run Condition",
+        "Cache Key",
+    ]
+)
 _COUNTS = frozenset(
     ("Workers Planned", "Workers Launched", "Heap Fetches", "Index Searches", "Subplans Removed")
 )
@@ -194,6 +209,8 @@ def node_property(node: dict[str, Any], text: str) -> str:
         batches = value.split(" ")[0]
         if batches.isdigit():
             node["HashAgg Batches"] = int(batches)
+    elif key in _EXPRESSIONS:
+        node[key] = value
     elif key in _COUNTS and value.isdigit():
         node[key] = int(value)
     elif key == "Disabled":

@@ -196,7 +196,8 @@ SERIAL_FACTS = _names(  # ... unless below a Gather, where they vary from one ex
 )
 RAW_FACTS = _names(  # JSON keys that must agree
     "Hash Buckets|Original Hash Buckets|Operation|Alias|Index Searches|Subplans Removed|Schema"
-    "|CTE Name|Table Function Name"
+    "|CTE Name|Table Function Name|Index Cond|Recheck Cond|Filter|Join Filter|Hash Cond"
+    "|Merge Cond|One-Time Filter|TID Cond|Order By|Run Condition|Cache Key"
 )
 SERIAL_RAW_FACTS = ("Sort Space Used",)
 
@@ -289,6 +290,8 @@ def differences(pair: Pair) -> list[str]:
     found = []
     if fingerprint(text) != fingerprint(json):
         found.append("fingerprint")
+    if text.generic != json.generic:
+        found.append(f"generic: {text.generic} != {json.generic}")
     text_nodes, json_nodes = list(text.nodes()), list(json.nodes())
     if len(text_nodes) != len(json_nodes):
         return [*found, f"{len(text_nodes)} nodes in text, {len(json_nodes)} in JSON"]
@@ -337,6 +340,10 @@ def test_text_plans_read_as_json(pg_any: EmbeddedCluster, fresh_db: FreshDb, ver
         for _, node in pair.json.plan().nodes()
         for fact in (node.node_type, node.parent_relationship, node.join_type)
     }
+    generic = [p.json.query_text for p in pairs if p.json.plan().generic]
+    assert generic == [k.replace("%s", "$1") for k in PARAMS], (
+        "only that one is planned without values"
+    )
     assert shapes >= EXERCISED, f"the statements no longer produce {EXERCISED - shapes}"
     assert not disagree, f"{len(disagree)} of {len(pairs)} entries differ:\n" + "\n".join(disagree)
 

@@ -22,6 +22,11 @@ DISABLE_COST = 1.0e10
 NODE_TYPE_ALIASES = {"Result Cache": "Memoize"}
 SCAN_DIRECTION_ALIASES = {"NoMovement": "Forward"}
 _SUBPLAN_RETURNS = re.compile(r"\s*\(returns [^)]*\)\s*$")
+_PARAMETER = re.compile(r"\$(\d+)")
+_QUOTED = re.compile(r"'(?:[^']|'')*'|\"(?:[^\"]|\"\")*\"")
+_NOT_EXPRESSIONS = frozenset(
+    ("Plans", "Subplan Name", "Params Evaluated", "Relation Name", "Alias", "Schema", "CTE Name")
+)
 
 
 @dataclass(frozen=True)
@@ -107,6 +112,7 @@ class Plan:
     jit_total_ms: float | None = None
     query_text: str | None = None
     query_id: int | None = None
+    generic: bool = False  # planned without parameter values: a prepared statement's generic plan
 
     @property
     def total_cost(self) -> float:
@@ -180,6 +186,31 @@ def _subplan_name(raw: Mapping[str, Any]) -> str | None:
 def _scan_direction(raw: Mapping[str, Any]) -> str | None:
     direction = _opt_str(raw, "Scan Direction")
     return SCAN_DIRECTION_ALIASES.get(direction, direction) if direction else None
+
+
+def plan_parameters(raw: Mapping[str, Any]) -> frozenset[int]:
+    """The `$n` parameters a plan's expressions (conditions, keys, outputs) reference.
+
+    A custom plan has the values in their place; a generic plan keeps `$1`. On 15-16 an
+    InitPlan's outputs are `$0`, `$1` ... too: those named by `InitPlan 1 (returns $0)` are
+    left out. Quoted literals and names are not expressions.
+    """
+    found: set[int] = set()
+    produced: set[int] = set()
+    stack = [raw]
+    while stack:
+        node = stack.pop()
+        name = node.get("Subplan Name")
+        if isinstance(name, str) and "(returns " in name:
+            produced.update(int(n) for n in _PARAMETER.findall(name))
+        for key, value in node.items():
+            if key == "Plans" and isinstance(value, list):
+                stack.extend(child for child in value if isinstance(child, Mapping))
+            elif key not in _NOT_EXPRESSIONS:
+                for text in value if isinstance(value, list) else [value]:
+                    if isinstance(text, str) and "$" in text:
+                        found.update(int(n) for n in _PARAMETER.findall(_QUOTED.sub("", text)))
+    return frozenset(found - produced)
 
 
 def parse_node(raw: Mapping[str, Any]) -> PlanNode:
@@ -259,4 +290,5 @@ def parse_plan(document: Any) -> Plan:
         jit_total_ms=jit_total,
         query_text=_opt_str(document, "Query Text"),
         query_id=int(query_id) if isinstance(query_id, int) else None,
+        generic=bool(plan_parameters(document["Plan"])),
     )
