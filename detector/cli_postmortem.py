@@ -8,7 +8,16 @@ from typing import Annotated
 
 import typer
 
-from detector.cli import DEFAULT_STORE, StoreOption, app, out, user_errors
+from detector.cli import (
+    DEFAULT_STORE,
+    FormatOption,
+    StoreOption,
+    app,
+    check_format,
+    out,
+    print_json,
+    user_errors,
+)
 
 AnonymizeOption = Annotated[
     bool,
@@ -99,20 +108,29 @@ def timeline(
     until: Annotated[str | None, typer.Option(help="Until this time (excluded).")] = None,
     source: Annotated[str | None, typer.Option(help="Only this log source.")] = None,
     limit: Annotated[int, typer.Option(help="Show at most this many queries.")] = 20,
+    output_format: FormatOption = "terminal",
 ) -> None:
     """Plan fingerprints of each logged query over time: flips marked, pgss deltas around them."""
-    from detector.ingest import show_timeline
+    import io
 
+    from rich.console import Console
+
+    from detector.ingest import show_timeline
+    from detector.reports.timeline_json import timeline_document
+
+    as_json = check_format(output_format)
     with user_errors():
-        show_timeline(
+        timelines = show_timeline(
             store_path=store,
             query=query,
             since=since,
             until=until,
             source=source,
             limit=limit,
-            console=out,
+            console=Console(file=io.StringIO()) if as_json else out,
         )
+    if as_json:
+        print_json(timeline_document(timelines[:limit]))
 
 
 @app.command("setup-check")

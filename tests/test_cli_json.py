@@ -76,3 +76,17 @@ def test_runs_census_and_noise_json(tmp_path: Path, pg15: EmbeddedCluster, fresh
 
     (lookup,) = document("census", "census", "-s", store, "--run", "1")["queries"]
     assert lookup["shapes"] == {"A": "IndexScan(t t_pkey)", "B": "SeqScan(t)"}
+
+
+def test_timeline_json(tmp_path: Path) -> None:
+    store = tmp_path / "s.duckdb"
+    log = Path(__file__).parent / "fixtures" / "logs" / "pg15" / "pg.log"
+    ingested = planshift("ingest", log, "-s", store)
+    assert ingested.returncode == 0, ingested.stderr
+    queries = document("timeline", "timeline", "-s", store)["queries"]
+    swept = next(q for q in queries if q["name"] == "SELECT sum(v) FROM t WHERE id < $1")
+    signatures = {s["signature"] for s in swept["segments"]}
+    assert "Aggregate > SeqScan(public.t)" in signatures and swept["flips"] >= 1
+    assert sum(s["count"] for s in swept["segments"]) == swept["observations"]
+    limited = document("timeline", "timeline", "-s", store, "--limit", "1")["queries"]
+    assert len(limited) == 1

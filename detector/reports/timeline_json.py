@@ -1,0 +1,56 @@
+"""`planshift timeline --format json`: plan segments and flips per logged query (format_version 1)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from detector.timeline import PgssDelta, QueryTimeline, Segment
+
+FORMAT_VERSION = 1
+
+
+def timeline_document(timelines: Sequence[QueryTimeline]) -> dict[str, Any]:
+    return {
+        "format_version": FORMAT_VERSION,
+        "queries": [
+            {
+                "query_key": timeline.query_key,
+                "name": timeline.name,
+                "queryids": sorted(timeline.queryids),
+                "observations": timeline.observations,
+                "bucketed": timeline.bucketed,
+                "flips": len(timeline.flips),
+                "segments": [_segment(segment) for segment in timeline.segments],
+                "pg_stat_statements": [_delta(delta) for delta in timeline.pgss],
+            }
+            for timeline in timelines
+        ],
+    }
+
+
+def _segment(segment: Segment) -> dict[str, Any]:
+    return {
+        "fingerprint": segment.fingerprint,
+        "signature": segment.signature,
+        "start": segment.start.isoformat(),
+        "end": segment.end.isoformat(),
+        "count": segment.count,
+        "median_ms": segment.median_ms,
+        "p90_ms": segment.p90_ms,
+        "median_cost": segment.median_cost,
+        "share": segment.share,
+    }
+
+
+def _delta(delta: PgssDelta) -> dict[str, Any]:
+    return {
+        "source": delta.source,
+        "start": delta.start.isoformat(),
+        "end": delta.end.isoformat(),
+        "queryid": delta.queryid,
+        "calls": delta.calls,
+        "total_ms": delta.total_ms,
+        "rows": delta.rows,
+        "note": delta.note,
+    }
