@@ -22,16 +22,19 @@ from typing import BinaryIO
 
 from collectors.log_batches import BatchParser, ParsedBatch
 from collectors.log_formats import (
+    _CSV_RECORD_START,
+    BOM,
     FORMATS,
     Batch,
     Position,
     Problem,
     detect_format,
     open_log,
+    stream_error,
 )
 from collectors.log_parallel import ChunkSpec, ParallelRead
 from collectors.log_prefix import PrefixParser, TimeParser
-from collectors.log_records import READERS, make_reader
+from collectors.log_records import READERS, JSONError, _loads, make_reader
 from collectors.log_redact import redact_message
 from detector.errors import PlanshiftError
 from detector.store import LedgerUpdate, LogFileRecord, Store
@@ -81,6 +84,79 @@ def usable_cores() -> int:
     return os.cpu_count() or 1
 
 
+def check_log(path: Path, options: IngestOptions) -> None:
+    """Refuse, before anything is stored, a file that is no PostgreSQL server log: another
+    compression, no line of its first HEAD_BYTES in any log format, or a --log-line-prefix
+    that reads none of its lines."""
+    with open_log(path)[0] as probe:
+        magic = _magic(path)
+        for start, (kind, tool) in _OTHER_COMPRESSIONS.items():
+            if magic.startswith(start):
+                raise PlanshiftError(
+                    f"{path} is {kind}-compressed; planshift reads plain and gzip logs",
+                    f"decompress it first: {tool} -dc {path} > {path.stem}",
+                )
+        head = probe.read(HEAD_BYTES)
+        error = stream_error(probe)
+    if error is not None and not head:
+        raise PlanshiftError(f"cannot decompress {path}: {error}", "check the file: gzip -t")
+    lines = [line for line in head.removeprefix(BOM).splitlines() if line.strip()]
+    if not lines or all(line.startswith((b"\t", b" ")) for line in lines):
+        return  # empty, or the middle of one long entry: nothing to judge
+    log_format = options.log_format or detect_format(head)
+    prefix = options.log_line_prefix
+    if log_format == "stderr" and prefix is not None:
+        matched, guessed = _readable(lines, "stderr", prefix), _readable(lines, "stderr", None)
+        if matched < guessed * 0.9 or not matched:  # a right prefix reads every header line
+            reads = f"only {matched} of the {guessed}" if matched else "none of the"
+            raise PlanshiftError(
+                f"--log-line-prefix {prefix!r} matches {reads} header lines in the first "
+                f"{HEAD_BYTES >> 10} KiB of {path}",
+                "copy it from the server (SHOW log_line_prefix), or omit it to guess it",
+            )
+    tried = [options.log_format] if options.log_format else list(FORMATS)
+    if not any(_readable(lines, name, prefix) for name in tried):
+        raise PlanshiftError(
+            f"{path} is not a PostgreSQL server log: no line of its first {HEAD_BYTES >> 10} "
+            f"KiB reads as {' or '.join(tried)}",
+            "pass the server's own log files (log_destination stderr, csvlog or jsonlog); "
+            "for stderr logs with an unusual prefix, --log-line-prefix",
+        )
+
+
+_OTHER_COMPRESSIONS = {
+    b"BZh": ("bzip2", "bzip2"),
+    b"\xfd7zXZ\x00": ("xz", "xz"),
+    b"\x28\xb5\x2f\xfd": ("zstd", "zstd"),
+    b"\x04\x22\x4d\x18": ("lz4", "lz4"),
+}
+
+
+def _magic(path: Path) -> bytes:
+    with path.open("rb") as handle:
+        return handle.read(8)
+
+
+def _readable(lines: list[bytes], log_format: str, prefix: str | None) -> int:
+    """How many of the lines read as records (or header lines) of that log format."""
+    if log_format == "csvlog":
+        return sum(1 for line in lines if _CSV_RECORD_START.match(line))
+    if log_format == "jsonlog":
+        return sum(1 for line in lines if _json_record(line))
+    parser = PrefixParser(prefix)
+    return sum(1 for line in lines if parser.parse(line.decode("utf-8", "replace")) is not None)
+
+
+def _json_record(line: bytes) -> bool:
+    if not line.lstrip().startswith(b"{"):
+        return False
+    try:
+        record = _loads(line)
+    except JSONError:
+        return False
+    return isinstance(record, dict) and ("message" in record or "error_severity" in record)
+
+
 def query_name(sql: str) -> str:
     text = _SPACES.sub(" ", sql).strip()
     return text if len(text) <= 60 else text[:57] + "..."
@@ -116,6 +192,7 @@ class LogIngest:
             gc.set_threshold(*thresholds)
 
     def _ingest(self, path: Path, progress: Progress | None) -> FileReport:
+        check_log(path, self.options)
         stream, compressed = open_log(path)
         with stream:
             head = stream.read(HEAD_BYTES)
@@ -146,6 +223,8 @@ class LogIngest:
                 if progress is not None:
                     progress(batch.checkpoint.high_offset - done)
                 done = batch.checkpoint.high_offset
+        if report.plans:
+            self.store.drop_ambiguous_queryids()
         return report
 
     def _ledger_row(self, head: bytes) -> LogFileRecord | None:
@@ -220,7 +299,7 @@ class LogIngest:
         )
         found = [(p.line, p.kind, p.message) for p in problems]
         self.store.add_log_batch(
-            file_id, columns, list(parsed.shapes.values()), queries, found, ledger
+            file_id, columns, list(parsed.shapes.values()), queries, found, ledger, parsed.ambiguous
         )
         report.unknown_zones |= batch.unknown_zones
         report.messages += batch.messages

@@ -17,7 +17,7 @@ from collectors.log_fast import (
     numbers,
     shape_key,
 )
-from collectors.log_formats import Problem, RawEntry
+from collectors.log_formats import Problem, RawEntry, decode_utf8
 from collectors.log_plans import (
     EntryError,
     LoggedPlan,
@@ -58,6 +58,7 @@ class ParsedBatch:
     infos: list[LogEntryInfo] = field(default_factory=list)
     queries: dict[str, tuple[str, int | None]] = field(default_factory=dict)  # key -> sql, id
     problems: list[Problem] = field(default_factory=list)
+    ambiguous: list[int] = field(default_factory=list)  # queryids now seen with two texts
     columns: LogBatchColumns | None = None  # rows and infos, once `to_columns` ran
 
     def to_columns(self, types: Mapping[str, str]) -> LogBatchColumns:
@@ -84,10 +85,16 @@ class BatchParser:
 
     def parse(self, entries: list[RawEntry]) -> ParsedBatch:
         parsed = ParsedBatch()
-        rows, infos, shapes = parsed.rows, parsed.infos, parsed.shapes
+        rows, infos, shapes, problems = parsed.rows, parsed.infos, parsed.shapes, parsed.problems
         for entry in entries:
-            when = entry.time or self.last_time or utc_now()
+            if entry.bad_time is not None:
+                stamp = entry.bad_time[:40]
+                problems.append(Problem(entry.line, "bad-time", f"no time: {stamp!r}; skipped"))
+                continue
             body = entry.body
+            if body.__class__ is bytes and not body.isascii():
+                entry.body = body = decode_utf8(body, entry.line + 1, problems).encode()
+            when = entry.time or self.last_time or utc_now()
             json_body = body[:2] == b"\t{" or body[:1] == "{"  # stderr keeps the tab
             fast = decode(body) if FAST_PATH and json_body else None
             try:
@@ -96,14 +103,16 @@ class BatchParser:
                     plan_format = "json"
                 else:
                     logged = read_entry(entry)
-                    identity = self.keys.identify(logged.query_text, logged.queryid)
+                    identity = self._identify(logged.query_text)
                     params = self._params(identity, logged.params or identity.literals_json)
-                    row, shape = self._row(logged, identity.key, params, when)
-                    key, sql, queryid = identity.key, identity.sql, logged.queryid
+                    duration = None if identity.explain_only else logged.duration_ms
+                    row, shape = self._row(logged, identity.key, params, when, duration)
+                    key, sql = identity.key, identity.sql
+                    queryid = self.keys.label(logged.queryid, key)
                     analyzed, plan_format = logged.analyzed, logged.plan_format
             except (EntryError, ShapeError) as exc:
                 kind = exc.kind if isinstance(exc, EntryError) else "bad-plan"
-                parsed.problems.append(Problem(entry.line, kind, str(exc)))
+                problems.append(Problem(entry.line, kind, str(exc)))
                 continue
             self.last_time = when
             if key not in self.seen_queries:
@@ -124,14 +133,22 @@ class BatchParser:
                     analyzed,
                 )
             )
+        parsed.ambiguous, self.keys.found_ambiguous = self.keys.found_ambiguous, []
         return parsed
+
+    def _identify(self, text: str) -> QueryIdentity:
+        if not text.strip():
+            raise EntryError("no-query", "plan without a query text: not keyed to any query")
+        return self.keys.identify(text)
 
     def _fast(
         self, entry: RawEntry, doc: EntryDoc, when: datetime
     ) -> tuple[tuple[Any, ...], str, str, int | None, bool, NewPlan | None]:
         """Row, query key, normalized SQL, queryid, analyzed, new shape: the log_fast path."""
-        queryid = doc.queryid if doc.queryid is not None else entry.queryid
-        identity = self.keys.identify(doc.query_text, queryid)
+        identity = self._identify(doc.query_text)
+        queryid = self.keys.label(
+            doc.queryid if doc.queryid is not None else entry.queryid, identity.key
+        )
         params = identity.literals_json
         if doc.parameters is not None:
             params = parameters_json(doc.parameters)
@@ -153,10 +170,12 @@ class BatchParser:
             add_heap_blocks(read_entry(entry).document["Plan"], summed)
             heap = (summed[0], summed[1])
         total, startup, plan_rows, actual, execution, planning, *buffers, io_read = numbers(doc)
+        if execution is None and not identity.explain_only:
+            execution = duration_of(entry.head)
         row = (
             self.run_id, self.target_id, identity.key, None, params, 0, found, "log",
             normalized_cost(total), normalized_cost(startup), plan_rows, actual,
-            execution if execution is not None else duration_of(entry.head), planning, None,
+            execution, planning, None,
             *buffers, *heap, io_read, to_utc_naive(when),
         )  # fmt: skip
         return row, identity.key, identity.sql, queryid, analyzed, shape
@@ -171,7 +190,7 @@ class BatchParser:
         return lambda: scrub_plan_json(logged.plan_json(), anonymize=self.anonymize)
 
     def _row(
-        self, logged: LoggedPlan, key: str, params: str, when: datetime
+        self, logged: LoggedPlan, key: str, params: str, when: datetime, duration: float | None
     ) -> tuple[tuple[Any, ...], NewPlan | None]:
         """The observations row, and the plan shape when this parser sees it first."""
         if FAST_PATH:
@@ -181,7 +200,7 @@ class BatchParser:
             if _mentions_heap_blocks(logged.raw):
                 add_heap_blocks(document["Plan"], heap)
             head = (self.run_id, self.target_id, key, None, params, 0, found, "log")
-            return observation_row(document, head, heap, logged.duration_ms, when), shape
+            return observation_row(document, head, heap, duration, when), shape
         try:  # the store's columns changed: go through the model (slower, always right)
             plan = logged.plan()
         except PlanshiftError as exc:
@@ -192,7 +211,7 @@ class BatchParser:
             params=params,
             plan=plan,
             plan_json=self._scrubbed(logged)(),
-            duration_ms=plan.execution_ms if plan.execution_ms is not None else logged.duration_ms,
+            duration_ms=plan.execution_ms if plan.execution_ms is not None else duration,
             planning_ms=plan.planning_ms,
             client_ms=None,
             sample_index=0,

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import gzip
 import re
+import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -29,6 +30,8 @@ CHUNK = 4 << 20
 MAX_ENTRY = 64 << 20
 MAX_OPEN_SEGMENTS = 100_000  # an unfinished JSON plan waits this many entries, then is dropped
 GZIP_MAGIC = b"\x1f\x8b"
+GZIP_STEP = 1 << 16  # read1 size: a damaged gzip loses at most this much before the damage
+BOM = b"\xef\xbb\xbf"  # UTF-8 byte-order mark: skipped at the start of a file
 FORMATS = ("stderr", "csvlog", "jsonlog")
 _SECONDARY = frozenset({"DETAIL", "HINT", "STATEMENT", "CONTEXT", "QUERY", "LOCATION"})
 _STDERR_BOUNDARY = re.compile(rb"\n(?!\t)")
@@ -51,12 +54,14 @@ class RawEntry:
     queryid: int | None
     head: str  # first line of the message: "duration: 1.234 ms  plan:"
     body: bytes | str  # the rest; stderr keeps its tab-indented bytes (JSON ignores the tabs)
+    bad_time: str | None = None  # a timestamp that is no time (month 13): the entry is a problem
 
 
 @dataclass(frozen=True)
 class Problem:
     line: int
-    kind: str  # truncated | bad-json | bad-plan | bad-record | garbage | too-large
+    kind: str  # truncated | bad-json | bad-plan | bad-record | garbage | too-large | encoding
+    # | bad-time | no-query | bad-gzip
     message: str
 
 
@@ -91,6 +96,51 @@ class Position:
         return offset < self.high_offset and offset not in self.pending_starts
 
 
+class GzipLog(gzip.GzipFile):
+    """A gzip log whose damage ends the reading instead of raising: a file cut short, a bad
+    checksum or trailing garbage make `read` return b"" from there, and `error` says why
+    (the reader reports it as a problem at the line where reading stopped). Seeking back
+    before the damage reads again."""
+
+    error: str | None = None
+    error_at = 0
+
+    def read(self, size: int | None = -1) -> bytes:
+        if self.error is not None:
+            return b""
+        wanted = -1 if size is None or size < 0 else size
+        pieces: list[bytes] = []
+        got = 0
+        while wanted < 0 or got < wanted:
+            try:
+                piece = self.read1(GZIP_STEP if wanted < 0 else min(GZIP_STEP, wanted - got))
+            except EOFError:
+                self._failed("gzip data ends early (file cut short?)")
+                break
+            except (OSError, zlib.error) as exc:
+                self._failed(f"damaged gzip data ({exc})")
+                break
+            if not piece:
+                break
+            pieces.append(piece)
+            got += len(piece)
+        return b"".join(pieces)
+
+    def seek(self, offset: int, whence: int = 0) -> int:
+        if self.error is not None and whence == 0 and offset < self.error_at:
+            self.error = None
+            super().seek(0)
+        try:
+            return super().seek(offset, whence)
+        except (EOFError, OSError, zlib.error) as exc:
+            self._failed(f"damaged gzip data ({exc})")
+            return self.error_at
+
+    def _failed(self, why: str) -> None:
+        self.error = why + "; reading stopped there"
+        self.error_at = self.tell()
+
+
 def open_log(path: Path) -> tuple[BinaryIO, bool]:
     """The file as a binary stream of its (uncompressed) bytes, and whether it was gzip."""
     try:
@@ -98,21 +148,41 @@ def open_log(path: Path) -> tuple[BinaryIO, bool]:
     except OSError as exc:
         raise PlanshiftError(f"cannot read {path}: {exc.strerror}", "check the path") from exc
     if handle.read(2) == GZIP_MAGIC:
-        handle.close()
-        return gzip.open(path, "rb"), True  # type: ignore[return-value]
+        handle.seek(0)
+        return GzipLog(fileobj=handle, mode="rb"), True  # type: ignore[return-value]
     handle.seek(0)
     return handle, False
 
 
+def stream_error(stream: BinaryIO) -> str | None:
+    """Why a (gzip) stream stopped early; None when it did not."""
+    error = getattr(stream, "error", None)
+    return error if isinstance(error, str) else None
+
+
 def detect_format(head: bytes) -> str:
     """stderr, csvlog or jsonlog from the first bytes of the uncompressed log."""
-    text = head.lstrip()
+    text = head.removeprefix(BOM).lstrip()
     if text.startswith(b'{"timestamp"') or text.startswith(b"{"):
         return "jsonlog"
     first = text.split(b"\n", 1)[0]
     if _CSV_RECORD_START.match(first):
         return "csvlog"
     return "stderr"
+
+
+def decode_utf8(data: bytes, line: int, problems: list[Problem]) -> str:
+    """`data` as text; bytes that are not UTF-8 are replaced by U+FFFD and reported as a
+    problem at their line (`line` is the line of data's first byte)."""
+    try:
+        return data.decode()
+    except UnicodeDecodeError as exc:
+        where = line + data.count(b"\n", 0, exc.start)
+        sample = data[exc.start : exc.start + 4].hex(" ")
+        problems.append(
+            Problem(where, "encoding", f"bytes that are not UTF-8 ({sample}) read as U+FFFD")
+        )
+        return data.decode("utf-8", "replace")
 
 
 def _int(text: str | None) -> int | None:
@@ -152,6 +222,8 @@ class LogReader:
         buffer = b""
         while True:
             data = self.stream.read(CHUNK)
+            if self.offset == 0 and data.startswith(BOM):
+                data, self.offset = data[len(BOM) :], len(BOM)
             buffer = buffer + data if buffer else data
             position = self._take_segments(buffer)
             if not data:
@@ -233,6 +305,9 @@ class LogReader:
         )
         if final and self.tail_line is not None:
             incomplete.append(Problem(self.tail_line, "truncated", "unterminated last entry"))
+        error = stream_error(self.stream) if final else None
+        if error is not None:
+            self.problems.append(Problem(self.tail_line or self.line, "bad-gzip", error))
         batch = Batch(
             self.entries,
             self.problems,
@@ -311,6 +386,8 @@ class StderrReader(LogReader):
         entry = RawEntry(
             offset, line, pid, when, header.user, header.database, _int(header.queryid), head, rest
         )
+        if when is None and (header.time or header.epoch):
+            entry.bad_time = header.time or header.epoch
         if not rest.startswith(b"\t{"):
             self.emit(entry)
             return

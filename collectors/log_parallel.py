@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from typing import BinaryIO
 
 from collectors.log_batches import BatchParser, ParsedBatch
-from collectors.log_formats import MAX_ENTRY, Batch, Position
+from collectors.log_formats import BOM, MAX_ENTRY, Batch, Position, stream_error
 from collectors.log_prefix import TimeParser
 from collectors.log_records import make_reader
 from detector.errors import PlanshiftError
@@ -173,7 +173,7 @@ class ParallelRead:
             pool.shutdown(wait=True, cancel_futures=True)
         if resume is not None:
             at_end = resume.offset + len(self.rest) == self.stream.tell()
-            stream = _Rest(self.rest, resume.offset) if at_end else self.stream
+            stream = _Rest(self.rest, resume.offset, self.stream) if at_end else self.stream
             for batch in self.sequential(stream, resume):
                 yield batch, None
 
@@ -200,6 +200,8 @@ class ParallelRead:
         buffer = b""
         while True:
             data = self.stream.read(CHUNK_BYTES)
+            if offset == 0 and data.startswith(BOM):
+                data, offset = data[len(BOM) :], len(BOM)
             buffer = buffer + data if buffer else data
             cut = last_boundary(buffer, self.boundary) if data else None
             if cut is None:
@@ -220,9 +222,10 @@ class ParallelRead:
 class _Rest(io.BytesIO):
     """The file's last bytes, seekable at their offsets in the file."""
 
-    def __init__(self, data: bytes, base: int) -> None:
+    def __init__(self, data: bytes, base: int, source: BinaryIO) -> None:
         super().__init__(data)
         self.base = base
+        self.error = stream_error(source)  # the file's damage, reported at its end
 
     def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
         if whence == io.SEEK_SET:

@@ -5,10 +5,14 @@ auto_explain writes `duration: 1.234 ms  plan:` and then, in JSON format, an obj
 in text format the same as `Key: value` lines around the indented plan tree. The duration of
 the log line is the execution time: the plan has none when log_analyze is off.
 
-Query identity: the libpg_query fingerprint of the text (pglast), the same key the EXPLAIN
-runner gives a workload query, so logs and runs meet. A known queryid short-cuts it: the
-fingerprint is computed once per queryid. Literal values are kept per observation: bound
-parameters from "Query Parameters", inline constants (simple protocol) from the SQL lexer.
+Query identity: the libpg_query fingerprint of the entry's own text (pglast), the same key the
+EXPLAIN runner gives a workload query, so logs and runs meet, whatever the log format. A
+queryid (%Q, the csvlog/jsonlog field, the plan's "Query Identifier") is only a label: a
+nested statement's record carries its caller's id, and without pg_stat_statements every id is
+0, so an id is kept only when it is nonzero and never seen with another text (`QueryKeys.label`).
+Literal values are kept per observation: bound parameters from "Query Parameters", inline
+constants (simple protocol) from the SQL lexer. An EXPLAIN without ANALYZE is planned, not run:
+its entry is a plan with no duration.
 """
 
 from __future__ import annotations
@@ -16,10 +20,11 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from functools import cached_property
 from typing import Any, NamedTuple
 
+from pglast import ast, parse_sql
 from pglast import parser as pg_parser
 
 from collectors.log_formats import RawEntry
@@ -34,6 +39,8 @@ _PARAMETER = re.compile(r"\$(\d+) = (?:'((?:[^']|'')*)'|(NULL))(?:, |$)")
 _CONSTANTS = frozenset({"ICONST", "FCONST", "SCONST", "BCONST", "XCONST", "USCONST"})
 _TEXT_KEYS = ("Query Text: ", "Query Parameters: ", "Query Identifier: ", "Settings: ")
 CACHE_LIMIT = 50_000
+LABEL_LIMIT = 500_000  # queryids remembered for QueryKeys.label
+_FALSE = frozenset({"false", "off", "0", "no"})
 _json_string = json.encoder.encode_basestring_ascii  # what json.dumps uses for str values
 
 
@@ -94,10 +101,28 @@ class QueryIdentity:
     sql: str  # literals replaced by $n
     literals: tuple[str, ...]  # () when the text sets a password
     secret: bool = False  # the text sets a password: no parameter values are kept
+    explain_only: bool = False  # EXPLAIN without ANALYZE: planned, never executed
 
     @cached_property
     def literals_json(self) -> str:
         return json.dumps(list(self.literals))
+
+
+def explain_only(text: str) -> bool:
+    """An EXPLAIN statement without ANALYZE (its logged duration is no execution's)."""
+    if "explain" not in text[:200].lower():
+        return False
+    try:
+        statements = parse_sql(text)
+    except pg_parser.ParseError:
+        return False
+    if len(statements) != 1 or not isinstance(statements[0].stmt, ast.ExplainStmt):
+        return False
+    for option in statements[0].stmt.options or ():
+        if option.defname == "analyze":
+            value = getattr(option.arg, "sval", getattr(option.arg, "ival", None))
+            return value is not None and str(value).lower() in _FALSE
+    return True
 
 
 def parameters_json(text: str) -> str:
@@ -136,28 +161,42 @@ def normalize(sql: str) -> tuple[str, tuple[str, ...]]:
 
 
 class QueryKeys:
-    """Query identity with caches: per queryid, and per exact text. `anonymize`: the SQL is
-    normalized even when the lexer fails (constants masked), and no literals are kept."""
+    """Query identity from the text, cached per exact text; queryid labels checked against it.
+    `anonymize`: the SQL is normalized even when the lexer fails (constants masked), and no
+    literals are kept."""
 
     def __init__(self, anonymize: bool = False) -> None:
         self.anonymize = anonymize
-        self.by_queryid: dict[int, QueryIdentity] = {}
         self.by_text: dict[str, QueryIdentity] = {}
+        self.owners: dict[int, str] = {}  # queryid -> the query key it was first seen with
+        self.ambiguous: set[int] = set()  # queryids seen with two query keys
+        self.found_ambiguous: list[int] = []  # since the caller last took them
 
-    def identify(self, text: str, queryid: int | None) -> QueryIdentity:
+    def identify(self, text: str) -> QueryIdentity:
         known = self.by_text.get(text)
         if known is not None:
             return known
         identity = self._compute(text)
-        if queryid is not None and queryid in self.by_queryid:
-            cached = self.by_queryid[queryid]
-            identity = replace(identity, key=cached.key, sql=cached.sql)
-        elif queryid is not None:
-            self.by_queryid[queryid] = identity
         if len(self.by_text) > CACHE_LIMIT:
             self.by_text.clear()
         self.by_text[text] = identity
         return identity
+
+    def label(self, queryid: int | None, key: str) -> int | None:
+        """The queryid when it belongs to the query `key`: nonzero, and never seen with another
+        text (a nested statement's record carries the calling statement's id)."""
+        if not queryid or queryid in self.ambiguous:
+            return None
+        owner = self.owners.get(queryid)
+        if owner is None:
+            if len(self.owners) > LABEL_LIMIT:
+                self.owners.clear()
+            self.owners[queryid] = key
+        elif owner != key:
+            self.ambiguous.add(queryid)
+            self.found_ambiguous.append(queryid)
+            return None
+        return queryid
 
     def _compute(self, text: str) -> QueryIdentity:
         sql, literals = normalize(text)
@@ -166,11 +205,12 @@ class QueryKeys:
         except pg_parser.ParseError:
             key = "text:" + hashlib.sha256(sql.encode()).hexdigest()[:16]
         secret = sets_password(text)
+        planned = explain_only(text)
         if self.anonymize:
-            return QueryIdentity(key, anonymize_sql(text), (), secret)
+            return QueryIdentity(key, anonymize_sql(text), (), secret, planned)
         if secret:
-            return QueryIdentity(key, redact_passwords(sql), (), secret)
-        return QueryIdentity(key, sql, literals)
+            return QueryIdentity(key, redact_passwords(sql), (), secret, planned)
+        return QueryIdentity(key, sql, literals, False, planned)
 
 
 def read_entry(entry: RawEntry) -> LoggedPlan:

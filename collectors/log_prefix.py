@@ -3,9 +3,10 @@
 `compile_prefix('%m [%p] %q%u@%d ')` turns the server's prefix setting into a regex with named
 groups (time, pid, user, database, queryid, ...) followed by the message severity
 (`LOG:  `, `ERROR:  `, `DETAIL:  `...). `%q` makes the rest of the prefix optional, as the
-server omits it for non-session processes. Without a known prefix, `GUESSED_PREFIX` finds
-a timestamp, a `[pid]` and `user=`/`db=` pairs, the common shapes (default `%m [%p] `,
-pgBadger's `%t [%p]: [%l-1] user=%u,db=%d,app=%a,client=%h `).
+server omits it for non-session processes. Without a known prefix, `guess_header` finds
+a timestamp, a `[pid]`, `user=`/`db=`/`app=` pairs or `user@db`, and `qid=`/`query_id=`: the
+common shapes (default `%m [%p] `, the README's `%m [%p] %q%u@%d qid=%Q `, pgBadger's
+`%t [%p]: [%l-1] user=%u,db=%d,app=%a,client=%h `).
 """
 
 from __future__ import annotations
@@ -54,7 +55,9 @@ _GUESS_TIME = re.compile(rf"(?P<time>{_TIME})|(?P<epoch>\b\d{{10}}\.\d{{3}}\b)")
 _GUESS_PID = re.compile(r"\[(\d+)(?:-\d+)?\]")
 _GUESS_USER = re.compile(r"\buser=([^\s,@]+)")
 _GUESS_DB = re.compile(r"\bdb=([^\s,@]+)")
-_GUESS_USER_AT_DB = re.compile(r"(?:^|\s)([A-Za-z_][\w$-]*)@([A-Za-z_][\w$-]*)(?:\s|$)")
+_GUESS_USER_AT_DB = re.compile(r"(?:^|\s)([A-Za-z_][\w$-]*)@([A-Za-z_][\w$-]*)(?=[\s,/:]|$)")
+_GUESS_APP = re.compile(r"\b(?:app|application(?:_name)?)=([^\s,]*)")
+_GUESS_QUERYID = re.compile(r"\b(?:qid|queryid|query_id)=(-?\d+)\b")
 
 
 class Header(NamedTuple):
@@ -68,6 +71,7 @@ class Header(NamedTuple):
     user: str | None = None
     database: str | None = None
     queryid: str | None = None
+    app: str | None = None
 
 
 class PrefixParser:
@@ -92,6 +96,7 @@ class PrefixParser:
                 groups.get("user"),
                 groups.get("database"),
                 groups.get("queryid"),
+                groups.get("app"),
             )
         return guess_header(line)
 
@@ -112,6 +117,8 @@ def guess_header(line: str) -> Header | None:
         pair = _GUESS_USER_AT_DB.search(prefix[when.end() if when else 0 :])
         if pair:
             user_name, database_name = pair.groups()
+    queryid = _GUESS_QUERYID.search(prefix) if "id=" in prefix else None
+    app = _GUESS_APP.search(prefix) if "=" in prefix else None
     return Header(
         split.group("level"),
         split.end(),
@@ -120,6 +127,8 @@ def guess_header(line: str) -> Header | None:
         pid.group(1) if pid else None,
         user_name,
         database_name,
+        queryid.group(1) if queryid else None,
+        app.group(1) if app else None,
     )
 
 

@@ -23,6 +23,7 @@ from collectors.log_formats import (
     StderrReader,
     _int,
     _sample,
+    decode_utf8,
     is_plan_head,
 )
 from collectors.log_prefix import PrefixParser, TimeParser
@@ -84,7 +85,7 @@ class CsvReader(LogReader):
         if _PLAN not in record:
             return
         try:
-            fields = next(csv.reader([record.decode("utf-8", "replace")]))
+            fields = next(csv.reader([decode_utf8(record, line, self.problems)]))
         except (csv.Error, StopIteration) as exc:
             self.problems.append(Problem(line, "bad-record", f"csv: {exc}"))
             return
@@ -94,17 +95,19 @@ class CsvReader(LogReader):
         head, body = split_message(fields[_MESSAGE])
         if not is_plan_head(head):
             return
+        when = self.times.parse(fields[_TIME])
         self.emit(
             RawEntry(
                 offset,
                 line,
                 _int(fields[_PID]),
-                self.times.parse(fields[_TIME]),
+                when,
                 fields[_USER] or None,
                 fields[_DB] or None,
                 _int(fields[_QUERY_ID]) if len(fields) > _QUERY_ID else None,
                 head,
                 body,
+                fields[_TIME] if when is None else None,
             )
         )
 
@@ -121,7 +124,9 @@ class JsonlogReader(LogReader):
                 self.problems.append(Problem(line, "garbage", _sample(segment)))
             return
         try:
-            record = _loads(segment)
+            record = _loads(
+                segment if segment.isascii() else decode_utf8(segment, line, self.problems)
+            )
         except JSONError as exc:
             self.problems.append(Problem(line, "bad-record", f"jsonlog: {exc}"))
             return
@@ -131,20 +136,26 @@ class JsonlogReader(LogReader):
         head, body = split_message(record["message"])
         if not is_plan_head(head):
             return
-        when = record.get("timestamp")
+        stamp = record.get("timestamp")
+        when = self.times.parse(stamp) if isinstance(stamp, str) else None
         self.emit(
             RawEntry(
                 offset,
                 line,
                 record.get("pid") if isinstance(record.get("pid"), int) else None,
-                self.times.parse(when) if isinstance(when, str) else None,
-                record.get("user"),
-                record.get("dbname"),
+                when,
+                _text(record.get("user")),
+                _text(record.get("dbname")),
                 record.get("query_id") if isinstance(record.get("query_id"), int) else None,
                 head,
                 body,
+                str(stamp) if when is None and stamp is not None else None,
             )
         )
+
+
+def _text(value: object) -> str | None:
+    return value if isinstance(value, str) else None
 
 
 READERS: dict[str, type[LogReader]] = {

@@ -18,7 +18,7 @@ from rich.progress import (
     TransferSpeedColumn,
 )
 
-from collectors.autoexplain_log import FileReport, IngestOptions, LogIngest
+from collectors.autoexplain_log import FileReport, IngestOptions, LogIngest, check_log
 from collectors.setup_check import Check
 from detector import __version__
 from detector.errors import PlanshiftError
@@ -47,6 +47,8 @@ def ingest_logs(
     missing = [str(path) for path in files if not path.is_file()]
     if missing:
         raise PlanshiftError(f"no such log file: {', '.join(missing)}", "pass server log files")
+    for path in files:  # a file that is no server log is refused before a run begins
+        check_log(path, options)
     reports: list[FileReport] = []
     with Store(store_path) as store:
         # an ingest killed on this host was marked failed when the store opened (settled_runs);

@@ -156,6 +156,7 @@ class StoreIngestMixin(StoreBase):
         queries: Mapping[str, tuple[str, str, int | None]],  # key -> (name, sql, queryid)
         problems: Sequence[tuple[int, str, str]],  # (line, kind, message)
         ledger: LedgerUpdate,
+        unlabel: Sequence[int] = (),  # queryids found to belong to no single text
     ) -> None:
         """Observations, their log_entries, new queries and plans, problems and the ledger
         row: all in one transaction, or nothing."""
@@ -196,6 +197,8 @@ class StoreIngestMixin(StoreBase):
                     ("file_id", "line", "kind", "message", "recorded_at"),
                     [(file_id, line, kind, message, now) for line, kind, message in problems],
                 )
+            if unlabel:
+                self._unlabel(list(unlabel))
             self._con.execute(
                 "UPDATE log_files SET path = ?, head_len = ?, head_sha256 = ?, resume_offset = ?, "
                 "resume_line = ?, high_offset = ?, pending_starts = ?, entries = entries + ?, "
@@ -231,6 +234,30 @@ class StoreIngestMixin(StoreBase):
             self._con.execute(f"INSERT INTO {table} ({listed}) SELECT {listed} FROM {view}")
         finally:
             self._con.unregister(view)
+
+    def drop_ambiguous_queryids(self) -> int:
+        """Unset queryid labels of log entries (and queries) where one queryid was logged with
+        two query texts (a nested statement's record carries its caller's id); how many ids."""
+        with self.transaction():
+            ids = [
+                int(row[0])
+                for row in self._con.execute(
+                    "SELECT e.queryid FROM log_entries e JOIN observations o "
+                    "USING (observation_id) WHERE e.queryid IS NOT NULL GROUP BY e.queryid "
+                    "HAVING count(DISTINCT o.query_key) > 1"
+                ).fetchall()
+            ]
+            if ids:
+                self._unlabel(ids)
+        return len(ids)
+
+    def _unlabel(self, ids: list[int]) -> None:
+        self._con.execute(
+            "UPDATE log_entries SET queryid = NULL WHERE list_contains($1, queryid)", [ids]
+        )
+        self._con.execute(
+            "UPDATE queries SET queryid = NULL WHERE list_contains($1, queryid)", [ids]
+        )
 
     def log_problems(self, file_id: int | None = None) -> list[tuple[str, int, str, str]]:
         """(path, line, kind, message) of broken input, by file and line."""
