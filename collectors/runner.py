@@ -227,7 +227,8 @@ def plan_count(workload: Workload, sides: int, options: RunOptions) -> int:
             continue
         reps = options.repetitions or query.repetitions or workload.repetitions
         warmup = workload.warmup if options.warmup is None else options.warmup
-        executions = reps * (2 if workload.prime else 1) + warmup
+        cold = (options.cache or workload.cache_of(query)) == "cold"
+        executions = reps * (2 if workload.prime and not cold else 1) + warmup
         total += len(query.points()) * executions * sides
     return total
 

@@ -174,6 +174,14 @@ def run(
             "that the tables it creates exist).",
         ),
     ] = False,
+    cache: Annotated[
+        str | None,
+        typer.Option(
+            "--cache",
+            help="warm or cold for every query (default: the workload's, warm). Cold evicts "
+            "what each measured execution reads from shared buffers (17+) and the OS page cache.",
+        ),
+    ] = None,
 ) -> None:
     """Run a workload on every target x variant and store every execution."""
     from detector.jobs import execute_run
@@ -193,6 +201,7 @@ def run(
             console=progress,
             only_variants=variant or [],
             setup_on_dsn=setup,
+            cache=cache,
         )
     out.print(f"run {run_id} stored in {store}", markup=False)
 

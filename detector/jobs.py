@@ -23,7 +23,7 @@ from detector.reports.escape import single_line
 from detector.reports.terminal import render_terminal
 from detector.side_pair import resolve_pair
 from detector.store import Store
-from detector.workload import load_workload
+from detector.workload import CACHE_MODES, load_workload
 
 # a symlink to examples/demo/workload.toml in a checkout, the file itself in a wheel
 DEMO_WORKLOAD = Path(__file__).resolve().parent / "demo_workload.toml"
@@ -103,6 +103,7 @@ def execute_run(
     variants: Mapping[str, Mapping[str, str]] | None = None,
     only_variants: Sequence[str] = (),
     setup_on_dsn: bool = False,
+    cache: str | None = None,
 ) -> int:
     if repetitions is not None and repetitions < 1:
         raise PlanshiftError(
@@ -111,6 +112,8 @@ def execute_run(
         )
     if warmup is not None and warmup < 0:
         raise PlanshiftError(f"--warmup {warmup}: expected 0 or more", "for example --warmup 3")
+    if cache is not None and cache not in CACHE_MODES:
+        raise PlanshiftError(f"--cache {cache}: expected warm or cold", "for example --cache cold")
     workload = load_workload(workload_path)
     if variants is not None:
         workload = replace(workload, variants=variants)
@@ -130,6 +133,7 @@ def execute_run(
         warmup=warmup,
         queries=tuple(queries),
         setup_on_dsn=setup_on_dsn,
+        cache=cache,
     )
     sides = len(specs) * len(workload.variants)
     with (

@@ -151,9 +151,9 @@ def test_passwords_never_reach_the_store(
     assert "hunter2" not in redact_conninfo("postgresql://u:hunter2@host/db")
 
 
-@pytest.mark.parametrize("prime", [True, False])
+@pytest.mark.parametrize(("prime", "cache"), [(True, "warm"), (False, "warm"), (True, "cold")])
 def test_plan_count_matches_the_executions_run(
-    tmp_path: Path, pg15: EmbeddedCluster, fresh_db: FreshDb, prime: bool
+    tmp_path: Path, pg15: EmbeddedCluster, fresh_db: FreshDb, prime: bool, cache: str
 ) -> None:
     text = WORKLOAD.replace("warmup = 1", f"warmup = 1\nprime = {str(prime).lower()}")
     path = tmp_path / "w.toml"
@@ -172,13 +172,15 @@ def test_plan_count_matches_the_executions_run(
             workload,
             servers,
             store,
-            RunOptions(setup_on_dsn=True),
+            RunOptions(setup_on_dsn=True, cache=cache),
             lambda label, n: executed.append(label),
         )
         stored = len(store.observations([t.target_id for t in store.targets()]))
-    assert len(executed) == plan_count(workload, 2, RunOptions())
-    # 2 queries x 2 sides x (1 warm-up + 4 measured, each primed once when prime = true)
-    assert len(executed) == 2 * 2 * (1 + 4 * (2 if prime else 1))
+    assert len(executed) == plan_count(workload, 2, RunOptions(cache=cache))
+    # 2 queries x 2 sides x (1 warm-up + 4 measured, each primed once when prime = true;
+    # a cold trial is never primed)
+    primed = prime and cache == "warm"
+    assert len(executed) == 2 * 2 * (1 + 4 * (2 if primed else 1))
     assert stored == 2 * 2 * 4, "priming and warm-up executions are not stored"
 
 
