@@ -6,6 +6,11 @@ plan between two segments is a flip, shown with the before/after medians. A quer
 alternates with its parameters (many short segments) is shown as time buckets with each
 bucket's dominant plan instead. pg_stat_statements deltas (calls, mean time per interval)
 are matched by queryid, or by the normalized text's fingerprint, and shown around each flip.
+
+Prepared statements: after five custom plans PostgreSQL's plan cache may switch a statement to
+its generic plan (planned for `$1`, not for the values). A change between a custom and a generic
+plan is a plan-cache switch, labelled as such and never a flip; a flip is a change from the
+previous plan of the same kind (custom -> other custom, generic -> other generic).
 """
 
 from __future__ import annotations
@@ -36,6 +41,22 @@ class Segment:
     p90_ms: float | None
     median_cost: float
     share: float = 1.0  # bucket mode: the dominant plan's share of the bucket
+    generic: bool = False  # the plan is a prepared statement's generic plan
+
+
+@dataclass(frozen=True)
+class PlanCacheSwitch:
+    before: Segment
+    after: Segment
+    executions: int | None  # custom plans of the session before its first generic plan
+    new_session: bool = False
+
+    @property
+    def label(self) -> str:
+        if self.after.generic:
+            after = f" after {self.executions} executions" if self.executions else ""
+            return f"plan cache: custom -> generic plan{after}"
+        return "plan cache: generic -> custom plan" + (" (new session)" * self.new_session)
 
 
 @dataclass(frozen=True)
@@ -64,11 +85,76 @@ class QueryTimeline:
     bucketed: bool
     observations: int
     pgss: list[PgssDelta] = field(default_factory=list)
+    switches: list[PlanCacheSwitch] = field(default_factory=list)
 
     @property
     def flips(self) -> list[tuple[Segment, Segment]]:
-        pairs = pairwise(self.segments)
-        return [(a, b) for a, b in pairs if a.fingerprint != b.fingerprint]
+        """Plan changes: each segment against the previous one of the same kind (custom or
+        generic), so a plan-cache switch is not one."""
+        last: dict[bool, Segment] = {}
+        found = []
+        for segment in self.segments:
+            previous = last.get(segment.generic)
+            if previous is not None and previous.fingerprint != segment.fingerprint:
+                found.append((previous, segment))
+            last[segment.generic] = segment
+        return found
+
+    def transition_lines(self) -> dict[int, list[str]]:
+        """Per segment index, the lines to show before it: plan-cache switch, flip."""
+        lines: dict[int, list[str]] = {}
+        switches = {id(s.after): s for s in self.switches}
+        flips = {id(b): a for a, b in self.flips}
+        for index, segment in enumerate(self.segments):
+            if switch := switches.get(id(segment)):
+                lines.setdefault(index, []).append(f"  >> {switch.label} at {_time(segment.start)}")
+            if (before := flips.get(id(segment))) is not None:
+                lines.setdefault(index, []).append(_flip_line(before, segment))
+        return lines
+
+
+def _ms(value: float | None) -> str:
+    return "-" if value is None else f"{value:.3f}" if value < 10 else f"{value:.1f}"
+
+
+def _time(moment: datetime) -> str:
+    return moment.strftime("%Y-%m-%d %H:%M:%S.%f")[:-3]
+
+
+def _flip_line(before: Segment, after: Segment) -> str:
+    ratio = ""
+    if before.median_ms and after.median_ms:
+        factor = after.median_ms / before.median_ms
+        ratio = f" ({factor:.1f}x slower)" if factor >= 1 else f" ({1 / factor:.1f}x faster)"
+    return (
+        f"  >> FLIP at {_time(after.start)}: median {_ms(before.median_ms)} -> "
+        f"{_ms(after.median_ms)} ms{ratio}, cost {before.median_cost:.1f} -> "
+        f"{after.median_cost:.1f}"
+    )
+
+
+def plan_cache_switches(
+    segments: Sequence[Segment], rows: Sequence[LogObservationRow], generic: dict[str, bool]
+) -> list[PlanCacheSwitch]:
+    """Consecutive segments of which one is a generic plan and the other a custom plan. The
+    executions before a switch: the custom plans of its session (pid) since its last generic."""
+    custom_since: dict[int | None, int] = {}
+    executions_at: dict[datetime, int] = {}
+    pids_at: dict[datetime, int | None] = {}
+    for row in rows:
+        pids_at.setdefault(row.row.collected_at, row.pid)
+        if not generic[row.row.fingerprint]:
+            custom_since[row.pid] = custom_since.get(row.pid, 0) + 1
+        elif count := custom_since.pop(row.pid, 0):
+            executions_at.setdefault(row.row.collected_at, count)
+    found = []
+    for before, after in pairwise(segments):
+        if before.generic == after.generic:
+            continue
+        executions = executions_at.get(after.start) if after.generic else None
+        new_session = pids_at.get(before.end) != pids_at.get(after.start)
+        found.append(PlanCacheSwitch(before, after, executions, new_session))
+    return found
 
 
 def parse_time(text: str, reference: datetime | None = None) -> datetime:
@@ -89,7 +175,9 @@ def parse_time(text: str, reference: datetime | None = None) -> datetime:
     return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
 
 
-def _segment(rows: Sequence[LogObservationRow], signatures: dict[str, str]) -> Segment:
+def _segment(
+    rows: Sequence[LogObservationRow], signatures: dict[str, str], generic: dict[str, bool]
+) -> Segment:
     durations = sorted(r.row.duration_ms for r in rows if r.row.duration_ms is not None)
     counts = Counter(r.row.fingerprint for r in rows)
     fingerprint, dominant = counts.most_common(1)[0]
@@ -104,11 +192,14 @@ def _segment(rows: Sequence[LogObservationRow], signatures: dict[str, str]) -> S
         p90_ms=p90,
         median_cost=statistics.median(r.row.total_cost for r in rows),
         share=dominant / len(rows),
+        generic=generic.get(fingerprint, False),
     )
 
 
 def segments_of(
-    rows: Sequence[LogObservationRow], signatures: dict[str, str]
+    rows: Sequence[LogObservationRow],
+    signatures: dict[str, str],
+    generic: dict[str, bool] | None = None,
 ) -> tuple[list[Segment], bool]:
     """Runs of the same plan; as time buckets (dominant plan each) when there are too many."""
     runs: list[list[LogObservationRow]] = []
@@ -117,15 +208,16 @@ def segments_of(
             runs[-1].append(row)
         else:
             runs.append([row])
+    kinds = generic or {}
     if len(runs) <= MAX_SEGMENTS:
-        return [_segment(run, signatures) for run in runs], False
+        return [_segment(run, signatures, kinds) for run in runs], False
     first, last = rows[0].row.collected_at, rows[-1].row.collected_at
     width = max((last - first) / BUCKETS, timedelta(microseconds=1))
     buckets: list[list[LogObservationRow]] = [[] for _ in range(BUCKETS)]
     for row in rows:
         index = min(BUCKETS - 1, int((row.row.collected_at - first) / width))
         buckets[index].append(row)
-    return [_segment(bucket, signatures) for bucket in buckets if bucket], True
+    return [_segment(bucket, signatures, kinds) for bucket in buckets if bucket], True
 
 
 def build_timeline(
@@ -156,11 +248,13 @@ def build_timeline(
             grouped.setdefault(row.row.query_key, []).append(row)
     rows = [row for group in grouped.values() for row in group]
     signatures: dict[str, str] = {}
+    generic: dict[str, bool] = {}
     for fingerprint in {row.row.fingerprint for row in rows}:
         signatures[fingerprint] = store.plan_record(fingerprint).signature
+        generic[fingerprint] = store.plan(fingerprint).generic
     timelines = []
     for query_key, query_rows in grouped.items():
-        segments, bucketed = segments_of(query_rows, signatures)
+        segments, bucketed = segments_of(query_rows, signatures, generic)
         record = queries.get(query_key)
         timelines.append(
             QueryTimeline(
@@ -170,6 +264,7 @@ def build_timeline(
                 segments=segments,
                 bucketed=bucketed,
                 observations=len(query_rows),
+                switches=plan_cache_switches(segments, query_rows, generic),
             )
         )
     timelines.sort(key=lambda t: (-len(t.flips), -t.observations, t.name))

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Iterator
+from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
 
@@ -28,6 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent / "fixtures" / "logs"))
 from capture_logs import INCIDENT_PHASES, capture, incident_workload
 
 pytestmark = pytest.mark.pg
+PREPARED = Path(__file__).resolve().parent / "fixtures" / "logs" / "prepared" / "pg.log"
 QUIET = Console(file=open("/dev/null", "w"))  # noqa: SIM115
 
 
@@ -134,3 +136,39 @@ def test_times_are_read_as_utc() -> None:
     assert parse_time("2026-11-22 16:05+02:00").isoformat() == "2026-11-22T14:05:00+00:00"
     with pytest.raises(PlanshiftError):
         parse_time("yesterday")
+
+
+def test_plan_cache_switch_is_labelled_not_a_flip(tmp_path: Path) -> None:
+    """A prepared statement: 5 custom plans (Seq Scan for the value 0), then the generic plan
+    (Bitmap Heap Scan planned for `status = $1`), in a JSON-logging and a text-logging session."""
+    store = tmp_path / "s.duckdb"
+    ingest(store, PREPARED, source="sysbench")
+    with Store(store, read_only=True) as db:
+        (timeline,) = build_timeline(db, query="orders")
+    assert [s.count for s in timeline.segments] == [5, 5, 5, 5]
+    assert [s.generic for s in timeline.segments] == [False, True, False, True]
+    assert "SeqScan" in timeline.segments[0].signature
+    assert "BitmapHeapScan" in timeline.segments[1].signature
+    assert timeline.flips == []
+    switches = [(s.before.generic, s.after.generic, s.executions) for s in timeline.switches]
+    assert switches == [(False, True, 5), (True, False, None), (False, True, 5)]
+    notes = [line for lines in timeline.transition_lines().values() for line in lines]
+    assert notes[0].startswith("  >> plan cache: custom -> generic plan after 5 executions at ")
+    assert notes[1].startswith("  >> plan cache: generic -> custom plan (new session) at ")
+    assert not [line for line in notes if "FLIP" in line]
+
+
+def test_a_generic_plan_that_changes_is_a_flip(tmp_path: Path) -> None:
+    """Generic plan -> another generic plan is a flip; so is a custom plan that differs from
+    the custom plan before the generic ones."""
+    store = tmp_path / "s.duckdb"
+    ingest(store, PREPARED, source="sysbench")
+    with Store(store, read_only=True) as db:
+        (timeline,) = build_timeline(db, query="orders")
+    first, generic, custom, _ = timeline.segments
+    timeline.segments[2] = replace(custom, fingerprint="0" * 16, signature="Result")
+    assert timeline.flips == [(first, timeline.segments[2])]
+    timeline.segments[3] = replace(generic, fingerprint="1" * 16)
+    assert timeline.flips[1] == (generic, timeline.segments[3])
+    lines = timeline.transition_lines()
+    assert lines[2][-1].startswith("  >> FLIP at ") and lines[3][-1].startswith("  >> FLIP at ")
