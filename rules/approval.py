@@ -10,7 +10,13 @@ from rules.base import rule
 from rules.common import emit
 
 
-@rule("PS600", "unapproved-plan", "baselines", Severity.ERROR)
+@rule(
+    "PS600",
+    "unapproved-plan",
+    "baselines",
+    Severity.ERROR,
+    gate=lambda c, _: c.approved is not None,
+)
 def unapproved_plan(comparison: QueryComparison, options: Mapping[str, Any]) -> Iterator[Finding]:
     """The candidate used a plan shape that is not in the approved-plans file.
 

@@ -14,15 +14,16 @@ from __future__ import annotations
 import difflib
 import inspect
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from detector.errors import PlanshiftError
-from detector.model import Finding, QueryComparison, Severity
+from detector.model import Finding, QueryComparison, Severity, Verdict
 
 OptionValue = float | int | str | bool
 CheckFn = Callable[[QueryComparison, Mapping[str, Any]], Iterable[Finding]]
+Gate = Callable[[QueryComparison, Mapping[str, Any]], bool]
 
 #: family -> code prefix; a rule's code must start with its family's prefix.
 FAMILIES: Mapping[str, str] = {
@@ -57,6 +58,7 @@ class Rule:
     options: Mapping[str, OptionValue]
     check: CheckFn
     needs_plan_change: bool = False  # silent when the dominant plan is the same: not even called
+    gate: Gate | None = None  # False: silent, see `rule`
 
     @property
     def doc(self) -> str:
@@ -145,12 +147,16 @@ def rule(
     severity: Severity,
     *,
     needs_plan_change: bool = False,
+    gate: Gate | None = None,
     **options: OptionValue,
 ) -> Callable[[CheckFn], CheckFn]:
     """Register the decorated check function as rule `code`; options are the defaults.
 
     `needs_plan_change=True` declares that the rule never fires when the dominant plan shape
-    is the same on both sides, so a comparison of many unchanged queries skips it.
+    is the same on both sides, so a comparison of many unchanged queries skips it. A `gate`
+    that returns False declares the rule silent for every comparison with the same dominant
+    plan objects, plan change, timing verdict and approval state (None or not): it may read
+    nothing else, and `RuleRunner.many` asks it once per such kind of comparison.
     """
     if not _CODE.match(code):
         raise ValueError(f"rule code {code!r} is not PS + three digits")
@@ -164,7 +170,7 @@ def rule(
             if other.code == code or other.name == name:
                 raise ValueError(f"rule {code} {name} clashes with {other.code} {other.name}")
         _REGISTRY[code] = Rule(
-            code, name, family, severity, dict(options), check, needs_plan_change
+            code, name, family, severity, dict(options), check, needs_plan_change, gate
         )
         return check
 
@@ -254,11 +260,41 @@ class RuleRunner:
         self.same_plan_rules = [(r, o) for r, o in self.rules if not r.needs_plan_change]
 
     def __call__(self, comparison: QueryComparison) -> list[Finding]:
+        return self._run(
+            comparison, self.rules if comparison.plan_changed else self.same_plan_rules
+        )
+
+    def many(self, comparisons: Iterable[QueryComparison]) -> Iterator[list[Finding]]:
+        """`self(comparison)` for each comparison, in order; rules whose gate is closed for
+        a kind of comparison are not called (see `rule`)."""
+        chosen: dict[tuple[int, int, bool, Verdict, bool], list[tuple[Rule, dict[str, Any]]]] = {}
+        for comparison in comparisons:
+            changed = comparison.plan_changed
+            key = (
+                id(comparison.baseline.plans[0].plan),
+                id(comparison.candidate.plans[0].plan),
+                changed,
+                comparison.timing.verdict,
+                comparison.approved is None,
+            )
+            selected = chosen.get(key)
+            if selected is None:
+                selected = chosen[key] = [
+                    (r, o)
+                    for r, o in (self.rules if changed else self.same_plan_rules)
+                    if r.gate is None or r.gate(comparison, o)
+                ]
+            yield self._run(comparison, selected)
+
+    @staticmethod
+    def _run(
+        comparison: QueryComparison, selected: list[tuple[Rule, dict[str, Any]]]
+    ) -> list[Finding]:
         findings: list[Finding] = []
-        for selected, chosen in self.rules if comparison.plan_changed else self.same_plan_rules:
-            for found in selected.check(comparison, chosen):
-                if found.code != selected.code:
-                    raise RuntimeError(f"rule {selected.code} emitted a finding coded {found.code}")
+        for rule_, chosen in selected:
+            for found in rule_.check(comparison, chosen):
+                if found.code != rule_.code:
+                    raise RuntimeError(f"rule {rule_.code} emitted a finding coded {found.code}")
                 findings.append(found)
         if len(findings) > 1:
             findings.sort(key=Finding.sort_key)

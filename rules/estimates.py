@@ -89,7 +89,39 @@ def _q(value: float) -> str:
     return f"{value:.0f}x" if value >= 10 else f"{value:.1f}x"
 
 
-@rule("PS301", "row-estimate-error", "estimates", Severity.INFO, threshold=10.0, min_rows=100)
+def _over(plan: Plan, options: Mapping[str, Any]) -> list[Misestimate]:
+    """The plan's misestimates at or over the threshold, worst first."""
+    threshold = float(options["threshold"])
+    return [m for m in misestimates(plan, float(options["min_rows"])) if m.q_error >= threshold]
+
+
+def _worse(
+    base_plan: Plan, cand_plan: Plan, options: Mapping[str, Any]
+) -> tuple[Misestimate, list[Misestimate]] | None:
+    """The candidate's worst misestimate and the baseline's worst q-error, when the former is
+    over the threshold and at least `min_growth` times the latter (both plans analyzed)."""
+    min_rows = float(options["min_rows"])
+    if not base_plan.analyzed:
+        return None
+    cand = misestimates(cand_plan, min_rows)
+    if not cand or cand[0].q_error < float(options["threshold"]):
+        return None
+    base = misestimates(base_plan, min_rows)
+    base_q = base[0].q_error if base else 1.0
+    if cand[0].q_error < float(options["min_growth"]) * base_q:
+        return None
+    return cand[0], base
+
+
+@rule(
+    "PS301",
+    "row-estimate-error",
+    "estimates",
+    Severity.INFO,
+    gate=lambda c, o: bool(_over(c.candidate.dominant.plan, o)),
+    threshold=10.0,
+    min_rows=100,
+)
 def row_estimate_error(
     comparison: QueryComparison, options: Mapping[str, Any]
 ) -> Iterator[Finding]:
@@ -129,11 +161,10 @@ def row_estimate_error(
     expressions, statistics on the expression. Rewrite predicates the planner
     cannot estimate (functions of columns, LIKE '%...%').
     """
-    found = misestimates(comparison.candidate.dominant.plan, float(options["min_rows"]))
-    threshold = float(options["threshold"])
-    over = [m for m in found if m.q_error >= threshold]
+    over = _over(comparison.candidate.dominant.plan, options)
     if not over:
         return
+    threshold = float(options["threshold"])
     worst = over[0]
     message = f"row estimate {_q(worst.q_error)} off at {worst.text()}"
     if len(over) > 1:
@@ -152,6 +183,7 @@ def row_estimate_error(
     "row-estimate-error-worse",
     "estimates",
     Severity.WARNING,
+    gate=lambda c, o: _worse(c.baseline.dominant.plan, c.candidate.dominant.plan, o) is not None,
     threshold=10.0,
     min_growth=2.0,
     min_rows=100,
@@ -190,19 +222,11 @@ def row_estimate_error_worse(
     on versions before 18), compare pg_stats and pg_statistic_ext between the
     two sides, and recreate missing extended statistics.
     """
-    min_rows = float(options["min_rows"])
-    base_plan = comparison.baseline.dominant.plan
-    cand_plan = comparison.candidate.dominant.plan
-    if not base_plan.analyzed:
+    found = _worse(comparison.baseline.dominant.plan, comparison.candidate.dominant.plan, options)
+    if found is None:
         return
-    cand = misestimates(cand_plan, min_rows)
-    if not cand or cand[0].q_error < float(options["threshold"]):
-        return
-    base = misestimates(base_plan, min_rows)
+    worst, base = found
     base_q = base[0].q_error if base else 1.0
-    if cand[0].q_error < float(options["min_growth"]) * base_q:
-        return
-    worst = cand[0]
     message = f"worst row estimate error {_q(base_q)} -> {_q(worst.q_error)}: {worst.text()}"
     if base:
         message += f"; baseline {base[0].text()}"

@@ -40,7 +40,14 @@ def _workers(gather: PlanNode) -> str:
     return text
 
 
-@rule("PS106", "parallelism-changed", "plan-flip", Severity.WARNING, near_tie=0.02)
+@rule(
+    "PS106",
+    "parallelism-changed",
+    "plan-flip",
+    Severity.WARNING,
+    gate=lambda c, _: c.plan_changed or facts(c.candidate.dominant.plan).workers_short,
+    near_tie=0.02,
+)
 def parallelism_changed(
     comparison: QueryComparison, options: Mapping[str, Any]
 ) -> Iterator[Finding]:
@@ -152,7 +159,14 @@ def _not_launched(comparison: QueryComparison, plan: Plan) -> Iterator[Finding]:
         yield emit("PS106", comparison, "; ".join([head, *context.tail]), evidence, severity)
 
 
-@rule("PS108", "jit-newly-used", "plan-flip", Severity.WARNING, min_jit_ms=0.0)
+@rule(
+    "PS108",
+    "jit-newly-used",
+    "plan-flip",
+    Severity.WARNING,
+    gate=lambda c, _: c.candidate.dominant.plan.jit_used and not c.baseline.dominant.plan.jit_used,
+    min_jit_ms=0.0,
+)
 def jit_newly_used(comparison: QueryComparison, options: Mapping[str, Any]) -> Iterator[Finding]:
     """The candidate compiles the query with JIT and the baseline did not.
 

@@ -48,7 +48,14 @@ def _sort_text(node: PlanNode) -> str:
     return " ".join(part for part in (node.sort_method or "sort", where) if part)
 
 
-@rule("PS401", "sort-spilled-to-disk", "resources", Severity.WARNING, only_new=True)
+@rule(
+    "PS401",
+    "sort-spilled-to-disk",
+    "resources",
+    Severity.WARNING,
+    gate=lambda c, _: facts(c.candidate.dominant.plan).sort_spilled,
+    only_new=True,
+)
 def sort_spilled_to_disk(
     comparison: QueryComparison, options: Mapping[str, Any]
 ) -> Iterator[Finding]:
@@ -140,7 +147,14 @@ def _spills(
             break
 
 
-@rule("PS402", "hash-batches", "resources", Severity.WARNING, only_new=True)
+@rule(
+    "PS402",
+    "hash-batches",
+    "resources",
+    Severity.WARNING,
+    gate=lambda c, _: facts(c.candidate.dominant.plan).hash_batched,
+    only_new=True,
+)
 def hash_batches(comparison: QueryComparison, options: Mapping[str, Any]) -> Iterator[Finding]:
     """A hash table of the candidate's plan was split into batches on disk.
 
@@ -207,7 +221,14 @@ def hash_batches(comparison: QueryComparison, options: Mapping[str, Any]) -> Ite
     )
 
 
-@rule("PS403", "lossy-bitmap", "resources", Severity.WARNING, only_new=True)
+@rule(
+    "PS403",
+    "lossy-bitmap",
+    "resources",
+    Severity.WARNING,
+    gate=lambda c, _: facts(c.candidate.dominant.plan).lossy_bitmap,
+    only_new=True,
+)
 def lossy_bitmap(comparison: QueryComparison, options: Mapping[str, Any]) -> Iterator[Finding]:
     """A Bitmap Heap Scan of the candidate's plan went lossy (work_mem too small).
 

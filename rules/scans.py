@@ -177,6 +177,10 @@ def _fetch_ratio(node: PlanNode) -> float | None:
     "index-only-scan-lost",
     "plan-flip",
     Severity.WARNING,
+    gate=lambda c, o: (
+        c.plan_changed
+        or facts(c.candidate.dominant.plan).max_heap_fetches >= int(o["min_heap_fetches"])
+    ),
     near_tie=0.02,
     heap_fetch_ratio=0.2,
     min_heap_fetches=100,

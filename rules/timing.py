@@ -42,7 +42,14 @@ def _evidence(comparison: QueryComparison) -> dict[str, Any]:
     }
 
 
-@rule("PS200", "timing-regression", "timing", Severity.ERROR, min_delta_ms=0.0)
+@rule(
+    "PS200",
+    "timing-regression",
+    "timing",
+    Severity.ERROR,
+    gate=lambda c, _: c.timing.verdict is Verdict.REGRESSED,
+    min_delta_ms=0.0,
+)
 def timing_regression(comparison: QueryComparison, options: Mapping[str, Any]) -> Iterator[Finding]:
     """The candidate is measured slower: the timing verdict is `regressed`.
 
@@ -81,7 +88,13 @@ def timing_regression(comparison: QueryComparison, options: Mapping[str, Any]) -
     yield emit("PS200", comparison, _timing_message(comparison), _evidence(comparison))
 
 
-@rule("PS201", "timing-improvement", "timing", Severity.INFO)
+@rule(
+    "PS201",
+    "timing-improvement",
+    "timing",
+    Severity.INFO,
+    gate=lambda c, _: c.timing.verdict is Verdict.IMPROVED,
+)
 def timing_improvement(
     comparison: QueryComparison, options: Mapping[str, Any]
 ) -> Iterator[Finding]:
@@ -146,9 +159,7 @@ def _io_hint(comparison: QueryComparison) -> tuple[str, list[SettingChange]]:
     base_io = comparison.baseline.dominant.plan.buffers_total().io_read_ms
     cand_io = comparison.candidate.dominant.plan.buffers_total().io_read_ms
     if base_io > 0 and cand_io > 0 and relative_gap(base_io, cand_io) >= 0.2:
-        parts.append(
-            f"I/O read time {base_io:.3g} -> {cand_io:.3g} ms in the example executions"
-        )
+        parts.append(f"I/O read time {base_io:.3g} -> {cand_io:.3g} ms in the example executions")
     if not parts:
         parts.append(
             "no recorded setting differs: compare the cache state, the storage and the host"
@@ -156,7 +167,14 @@ def _io_hint(comparison: QueryComparison) -> tuple[str, list[SettingChange]]:
     return "; ".join(parts), named
 
 
-@rule("PS202", "same-plan-slower", "timing", Severity.WARNING, max_cost_change=0.05)
+@rule(
+    "PS202",
+    "same-plan-slower",
+    "timing",
+    Severity.WARNING,
+    gate=lambda c, _: not c.plan_changed and c.timing.verdict is Verdict.REGRESSED,
+    max_cost_change=0.05,
+)
 def same_plan_slower(comparison: QueryComparison, options: Mapping[str, Any]) -> Iterator[Finding]:
     """The candidate is measured slower with the same plan at the same cost.
 

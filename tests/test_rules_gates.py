@@ -1,0 +1,37 @@
+"""Rule gates: a closed gate means the rule is silent, and `RuleRunner.many` finds what calling
+the runner query by query finds, over every rule fixture and each timing verdict."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from detector.model import QueryComparison, Verdict
+from rules import RuleRunner, all_rules
+from tests.test_rules import CASE_FILES, load_case
+
+
+def comparisons() -> list[QueryComparison]:
+    found = []
+    for path in CASE_FILES:
+        _, comparison = load_case(path)
+        for verdict in Verdict:
+            found.append(replace(comparison, timing=replace(comparison.timing, verdict=verdict)))
+    return found
+
+
+def test_a_closed_gate_means_no_finding() -> None:
+    every = comparisons()
+    for rule in all_rules():
+        if rule.gate is None:
+            continue
+        options = rule.resolve_options()
+        for comparison in every:
+            if not rule.gate(comparison, options):
+                assert list(rule.check(comparison, options)) == [], (rule.code, comparison.label)
+
+
+def test_many_finds_what_one_by_one_finds() -> None:
+    every = comparisons()
+    runner = RuleRunner()
+    assert list(runner.many(every)) == [runner(c) for c in every]
+    assert list(runner.many(every[::-1])) == [runner(c) for c in every[::-1]]
