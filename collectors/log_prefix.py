@@ -56,6 +56,10 @@ _GUESS_PID = re.compile(r"\[(\d+)(?:-\d+)?\]")
 _GUESS_USER = re.compile(r"\buser=([^\s,@]+)")
 _GUESS_DB = re.compile(r"\bdb=([^\s,@]+)")
 _GUESS_USER_AT_DB = re.compile(r"(?:^|\s)([A-Za-z_][\w$-]*)@([A-Za-z_][\w$-]*)(?=[\s,/:]|$)")
+_COMMON = re.compile(  # '%m [%p] ' and '%m [%p] %q%u@%d [app=%a ]qid=%Q ': one match, no guessing
+    rf"^(?P<time>{_TIME}) \[(?P<pid>\d+)\] (?:(?P<user>[^\s@,;:\[\]]*)@(?P<database>[^\s@,;:\[\]]*)"
+    rf" (?:app=(?P<app>[^\s,]*) )?(?:qid=(?P<queryid>-?\d+) )?)?{_LEVEL}"
+)
 _GUESS_APP = re.compile(r"\b(?:app|application(?:_name)?)=([^\s,]*)")
 _GUESS_QUERYID = re.compile(r"\b(?:qid|queryid|query_id)=(-?\d+)\b")
 
@@ -103,6 +107,13 @@ class PrefixParser:
 
 def guess_header(line: str) -> Header | None:
     """Without the prefix setting: a timestamp, `[pid]`, `user=`/`db=` or `user@db` pairs."""
+    common = _COMMON.match(line)
+    if common is not None:
+        found = common.group
+        return Header(
+            found("level"), common.end(), found("time"), None, found("pid"), found("user"),
+            found("database"), found("queryid"), found("app"),
+        )  # fmt: skip
     split = _SPLIT.match(line)
     if split is None:
         return None
