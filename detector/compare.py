@@ -20,7 +20,8 @@ from detector.model import (
     Verdict,
 )
 from detector.model.bulk import builder
-from detector.pairing import SidePair, pair_sides
+from detector.pairing import SidePair, aligned_rows, pair_sides
+from detector.pairing import aligned as aligned  # re-exported: bench/ imports it from here
 from detector.store import Store, TargetRecord
 from detector.windows import is_window, window_pairs, window_side
 from rules import RuleRunner
@@ -146,42 +147,9 @@ def _compare(
         pairs = window_pairs(store, baseline, candidate, options.query)
     else:
         pairs = pair_sides(store, baseline, candidate, query=options.query)
-    timed = [p for p in pairs if p.baseline.durations_ms or p.candidate.durations_ms]
     interleaved = is_interleaved(baseline, candidate)
-    verdicts = stats.control_false_discoveries(
-        [
-            below_min_delta(pair, verdict, options.min_delta_ms)
-            for pair, verdict in zip(
-                timed, timing_verdicts(timed, interleaved, options), strict=True
-            )
-        ],
-        options.alpha,
-    )
-    timing_of = {id(p): v for p, v in zip(timed, verdicts, strict=True)}
-    plan_only = plan_only_timing(options.min_effect)
-    approved = options.approved
-    comparisons = [
-        new_comparison(
-            pair.query_key,
-            pair.query_name,
-            pair.sql,
-            pair.baseline,
-            pair.candidate,
-            timing_of.get(id(pair), plan_only),
-            pair.point,
-            None
-            if approved is None
-            else approved.get(approval_key(pair.query_name, pair.point), frozenset()),
-        )
-        for pair in pairs
-    ]
-    check = RuleRunner(select=options.select, ignore=options.ignore, options=options.rule_options)
-    findings = [
-        replace(finding, point=comparison.point) if comparison.point else finding
-        for comparison in comparisons
-        for finding in check(comparison)
-    ]
-    findings.sort(key=lambda f: f.sort_key())
+    comparisons = compared(pairs, query_verdicts(pairs, interleaved, options), options)
+    findings = apply_rules(comparisons, options)
     kept, suppressed = split_suppressed(findings, options.suppressions)
     return ComparisonResult(
         baseline=baseline.name,
@@ -193,10 +161,65 @@ def _compare(
         settings_diff=settings_diff(baseline, candidate),
         versions=(baseline.server_version_num, candidate.server_version_num),
         tables=table_facts(baseline, candidate),
+        conditions={"baseline": conditions(baseline), "candidate": conditions(candidate)},
         noise_run=options.noise_run if isinstance(options.noise_run, int) else None,
         interleaved=interleaved,
         alpha=options.alpha,
     )
+
+
+def query_verdicts(
+    pairs: Sequence[SidePair], interleaved: bool, options: CompareOptions
+) -> list[TimingComparison | None]:
+    """Each pair's timing verdict after false discovery control; None without timings."""
+    timed = [i for i, p in enumerate(pairs) if p.baseline.durations_ms or p.candidate.durations_ms]
+    verdicts = stats.control_false_discoveries(
+        [
+            below_min_delta(pairs[i], verdict, options.min_delta_ms)
+            for i, verdict in zip(
+                timed, timing_verdicts([pairs[i] for i in timed], interleaved, options), strict=True
+            )
+        ],
+        options.alpha,
+    )
+    out: list[TimingComparison | None] = [None] * len(pairs)
+    for i, verdict in zip(timed, verdicts, strict=True):
+        out[i] = verdict
+    return out
+
+
+def compared(
+    pairs: Sequence[SidePair], timings: Sequence[TimingComparison | None], options: CompareOptions
+) -> list[QueryComparison]:
+    plan_only = plan_only_timing(options.min_effect)
+    approved = options.approved
+    return [
+        new_comparison(
+            pair.query_key,
+            pair.query_name,
+            pair.sql,
+            pair.baseline,
+            pair.candidate,
+            plan_only if timing is None else timing,
+            pair.point,
+            None
+            if approved is None
+            else approved.get(approval_key(pair.query_name, pair.point), frozenset()),
+        )
+        for pair, timing in zip(pairs, timings, strict=True)
+    ]
+
+
+def apply_rules(comparisons: Sequence[QueryComparison], options: CompareOptions) -> list[Finding]:
+    """Every finding of the selected rules, sorted."""
+    check = RuleRunner(select=options.select, ignore=options.ignore, options=options.rule_options)
+    findings = [
+        replace(finding, point=comparison.point) if comparison.point else finding
+        for comparison, found in zip(comparisons, check.many(comparisons), strict=True)
+        for finding in found
+    ]
+    findings.sort(key=lambda f: f.sort_key())
+    return findings
 
 
 def is_interleaved(baseline: TargetRecord, candidate: TargetRecord) -> bool:
@@ -211,42 +234,30 @@ def is_interleaved(baseline: TargetRecord, candidate: TargetRecord) -> bool:
     )
 
 
-def aligned(pair: SidePair) -> tuple[list[float], list[float]]:
-    """The durations of the samples both sides have, in sample order."""
-    candidate = dict(zip(pair.candidate.sample_indices, pair.candidate.durations_ms, strict=True))
-    both = sorted(
-        (index, duration, candidate[index])
-        for index, duration in zip(
-            pair.baseline.sample_indices, pair.baseline.durations_ms, strict=True
-        )
-        if index in candidate
-    )
-    return [b for _, b, _ in both], [c for _, _, c in both]
-
-
 def timing_verdicts(
     timed: Sequence[SidePair], interleaved: bool, options: CompareOptions
 ) -> list[TimingComparison]:
     """Paired statistics for the samples both interleaved sides have, two-sample statistics
     otherwise (other runs, time windows, a side without timings)."""
     floors = [options.noise_floors.get(p.label) for p in timed]
-    matched = [aligned(p) if interleaved else ([], []) for p in timed]
-    paired = [i for i, (b, _) in enumerate(matched) if b]
-    unpaired = [i for i, (b, _) in enumerate(matched) if not b]
     results: dict[int, TimingComparison] = {}
-    results.update(
-        zip(
-            paired,
-            stats_paired.compare_paired_batch(
-                [matched[i] for i in paired],
-                min_effect=options.min_effect,
-                alpha=options.alpha,
-                min_samples=options.min_samples,
-                noise_floor=[floors[i] for i in paired],
-            ),
-            strict=True,
+    for members, base, cand in (aligned_rows(timed) if interleaved else {}).values():
+        positions = members.tolist()
+        results.update(
+            zip(
+                positions,
+                stats_paired.compare_paired_rows(
+                    base,
+                    cand,
+                    min_effect=options.min_effect,
+                    alpha=options.alpha,
+                    min_samples=options.min_samples,
+                    noise_floor=[floors[i] for i in positions],
+                ),
+                strict=True,
+            )
         )
-    )
+    unpaired = [i for i in range(len(timed)) if i not in results]
     results.update(
         zip(
             unpaired,
@@ -264,6 +275,20 @@ def timing_verdicts(
         )
     )
     return [results[i] for i in range(len(timed))]
+
+
+def conditions(target: TargetRecord) -> dict[str, Any]:
+    """What a report shows of how a side was measured (absent keys were not recorded)."""
+    info, settings = target.info, target.info.get("settings") or {}
+    found = {
+        "version": info.get("version"),
+        "initdb_options": info.get("initdb_options"),
+        "data_checksums": settings.get("data_checksums"),
+        "io_method": settings.get("io_method"),
+        "timing": info.get("timing"),
+        "cache": info.get("cache"),
+    }
+    return {key: value for key, value in found.items() if value is not None}
 
 
 def table_facts(baseline: TargetRecord, candidate: TargetRecord) -> dict[str, dict[str, Any]]:

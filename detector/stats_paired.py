@@ -28,10 +28,22 @@ from collections.abc import Sequence
 import numpy as np
 from scipy import stats as sps
 
+from detector.model.bulk import builder
 from detector.model.comparison import TimingComparison, Verdict
-from detector.stats import CONFIDENCE, FLOOR_MS, Floats, Ints, Options, decide, lerp
+from detector.stats import (
+    CONFIDENCE,
+    FLOOR_MS,
+    Bools,
+    Floats,
+    Ints,
+    Options,
+    decide,
+    lerp,
+    unchanged_reason,
+)
 
 _CHUNK_VALUES = 200_000  # log ratios per batch chunk
+_new = builder(TimingComparison)
 
 
 def paired_log_ratios(baseline: Sequence[float], candidate: Sequence[float]) -> Floats:
@@ -77,9 +89,7 @@ def compare_paired_batch(
 ) -> list[TimingComparison]:
     """`compare_paired` for many queries at once, in input order."""
     opts = Options(min_effect, alpha, min_samples, resamples, seed)
-    floors = list(noise_floor) if noise_floor is not None else [None] * len(pairs)
-    if len(floors) != len(pairs) or not all(f is None or f >= 0 for f in floors):
-        raise ValueError("noise_floor: None or >= 0, one per pair")
+    floors = _floors(noise_floor, len(pairs))
     by_size: defaultdict[int, list[int]] = defaultdict(list)
     logs: list[Floats] = []
     for i, (b, c) in enumerate(pairs):
@@ -95,14 +105,50 @@ def compare_paired_batch(
     return [results[i] for i in range(len(pairs))]
 
 
+def compare_paired_rows(
+    baseline: Floats,
+    candidate: Floats,
+    *,
+    min_effect: float = 0.10,
+    alpha: float = 0.05,
+    min_samples: int = 5,
+    noise_floor: Sequence[float | None] | None = None,
+    resamples: int = 2000,
+    seed: int = 0,
+) -> list[TimingComparison]:
+    """`compare_paired_batch` for queries with the same number of pairs, as two
+    (queries, pairs) arrays aligned by sample: row i is query i."""
+    opts = Options(min_effect, alpha, min_samples, resamples, seed)
+    if baseline.shape != candidate.shape or baseline.ndim != 2 or baseline.shape[1] == 0:
+        raise ValueError("paired rows: two (queries, pairs) arrays of one shape, pairs > 0")
+    floors = _floors(noise_floor, len(baseline))
+    logs = np.log(np.maximum(candidate, FLOOR_MS) / np.maximum(baseline, FLOOR_MS))
+    step = max(1, _CHUNK_VALUES // baseline.shape[1])
+    out: list[TimingComparison] = []
+    for start in range(0, len(logs), step):
+        out += _decide_rows(logs[start : start + step], floors[start : start + step], opts)
+    return out
+
+
+def _floors(noise_floor: Sequence[float | None] | None, count: int) -> list[float | None]:
+    floors: list[float | None] = [None] * count if noise_floor is None else list(noise_floor)
+    if len(floors) != count or not all(f is None or f >= 0 for f in floors):
+        raise ValueError("noise_floor: None or >= 0, one per pair")
+    return floors
+
+
 def _decide_rows(rows: Floats, floors: list[float | None], opts: Options) -> list[TimingComparison]:
     count, n = rows.shape
     finite: list[bool] = np.asarray(np.isfinite(rows).all(axis=1), np.bool_).tolist()
     ordered = np.sort(np.where(np.isfinite(rows), rows, 0.0), axis=1)
-    effect: list[float] = np.exp((ordered[:, (n - 1) // 2] + ordered[:, n // 2]) / 2).tolist()
+    effects = np.exp((ordered[:, (n - 1) // 2] + ordered[:, n // 2]) / 2)
+    effect: list[float] = effects.tolist()
     if n >= opts.min_samples:
-        low, high = (bound.tolist() for bound in _bootstrap(ordered, opts))
-        p = _signed_rank_p(np.where(np.isfinite(rows), rows, 0.0)).tolist()
+        lows, highs = _bootstrap(ordered, opts)
+        ps = _signed_rank_p(np.where(np.isfinite(rows), rows, 0.0))
+        low, high, p = lows.tolist(), highs.tolist(), ps.tolist()
+        unchanged = unchanged_reason(opts.min_effect)
+        plain = _plainly_unchanged(effects, lows, highs, ps, floors, opts).tolist()
     out = []
     for i in range(count):
         if not finite[i] or n < opts.min_samples:
@@ -113,7 +159,7 @@ def _decide_rows(rows: Floats, floors: list[float | None], opts: Options) -> lis
             )
             ratio = effect[i] if finite[i] else None
             out.append(
-                TimingComparison(
+                _new(
                     Verdict.INCONCLUSIVE,
                     ratio,
                     None,
@@ -122,14 +168,19 @@ def _decide_rows(rows: Floats, floors: list[float | None], opts: Options) -> lis
                     opts.min_effect,
                     floors[i],
                     reason,
-                    paired=True,
+                    True,
+                    None,
+                    None,
                 )
             )
             continue
-        verdict, reason = decide(effect[i], low[i], high[i], p[i], opts, floors[i])
-        decide_at = samples_to_decide(verdict, effect[i], low[i], high[i], n, opts, floors[i])
+        if plain[i]:
+            verdict, reason, decide_at = Verdict.UNCHANGED, unchanged, None
+        else:
+            verdict, reason = decide(effect[i], low[i], high[i], p[i], opts, floors[i])
+            decide_at = samples_to_decide(verdict, effect[i], low[i], high[i], n, opts, floors[i])
         out.append(
-            TimingComparison(
+            _new(
                 verdict,
                 effect[i],
                 low[i],
@@ -138,11 +189,31 @@ def _decide_rows(rows: Floats, floors: list[float | None], opts: Options) -> lis
                 opts.min_effect,
                 floors[i],
                 reason,
-                paired=True,
-                decide_at=decide_at,
+                True,
+                None,
+                decide_at,
             )
         )
     return out
+
+
+def _plainly_unchanged(
+    effect: Floats,
+    low: Floats,
+    high: Floats,
+    p: Floats,
+    floors: list[float | None],
+    opts: Options,
+) -> Bools:
+    """Rows `decide` calls unchanged without a floor: the CI inside the margin and not
+    significant at the minimum effect. Rows with a noise floor go through `decide`."""
+    margin = opts.min_effect
+    magnitude = np.maximum(effect, 1 / effect) - 1
+    slower = low > 1
+    significant = (slower | (high < 1)) & (p < opts.alpha) & ((effect > 1) == slower)
+    inside = (low >= 1 / (1 + margin)) & (high <= 1 + margin)
+    no_floor = np.fromiter((f is None for f in floors), np.bool_, len(floors))
+    return np.asarray(inside & ~(significant & (magnitude >= margin)) & no_floor, np.bool_)
 
 
 @functools.lru_cache(maxsize=64)
