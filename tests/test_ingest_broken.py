@@ -8,8 +8,10 @@ import bz2
 import gzip
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
+from collectors import autoexplain_log, log_parallel
 from detector.cli import app
 from detector.store import Store
 
@@ -114,3 +116,22 @@ def test_a_log_line_prefix_that_reads_nothing_is_an_error(tmp_path: Path) -> Non
     assert not store.exists()
     code, output = run(log, "--store", store, "--log-line-prefix", "%m [%p] %q%u@%d qid=%Q ")
     assert code == 0 and "7 plans from 1 files" in output, output
+
+
+def test_a_gzip_cut_short_read_in_parallel_as_sequentially(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tests.test_ingest_parallel import contents, ingest_with
+
+    packed = gzip.compress(PG17.read_bytes() * 3)
+    log = tmp_path / "cut.log.gz"
+    log.write_bytes(packed[: len(packed) * 2 // 3])
+    monkeypatch.setattr(autoexplain_log, "PARALLEL_FROM_BYTES", 0)
+    monkeypatch.setattr(log_parallel, "CHUNK_BYTES", 30_000)
+    monkeypatch.setattr(log_parallel, "TAIL_SEARCH", 500)
+    sequential = ingest_with(tmp_path / "sequential.duckdb", log, workers=0)
+    parallel = ingest_with(tmp_path / "parallel.duckdb", log, workers=2)
+    assert parallel.plans == sequential.plans > 0
+    assert [p.kind for p in parallel.problems] == [p.kind for p in sequential.problems]
+    assert [p.kind for p in sequential.problems] == ["bad-gzip"]
+    assert contents(tmp_path / "parallel.duckdb") == contents(tmp_path / "sequential.duckdb")
