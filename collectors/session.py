@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from typing import Any
 
 import psycopg
+from psycopg import pq
 from psycopg.types.string import TextLoader
 
 from collectors.targets import Server, redact_secrets
@@ -63,15 +64,25 @@ def one_statement(
     settings = dict(gucs or {})
     setters = ", ".join("set_config(%s, %s, true)" for _ in settings)
     flat = [item for pair in settings.items() for item in pair]
-    statement = conn.cursor()
+    statement, control = conn.cursor(), conn.cursor()
     started = time.perf_counter()
-    with conn.pipeline():
-        with conn.transaction(force_rollback=True):
+    try:
+        # one Sync, one round trip: psycopg's transaction() would sync on entering and leaving
+        with conn.pipeline():
+            control.execute("BEGIN")
             if settings:
-                conn.cursor().execute(f"SELECT {setters}", flat)
+                control.execute(f"SELECT {setters}", flat)
             statement.execute(sql, params)
-        # session-level advisory locks outlive ROLLBACK; another side's session would wait on them
-        conn.execute("SELECT pg_advisory_unlock_all()")
+            control.execute("ROLLBACK")
+            # session-level advisory locks outlive ROLLBACK; another side's session would wait
+            control.execute("SELECT pg_advisory_unlock_all()")
+    except BaseException:
+        # the error skipped the rest of the pipeline: the transaction is open and failed
+        if not conn.closed:
+            if conn.info.transaction_status != pq.TransactionStatus.IDLE:
+                conn.execute("ROLLBACK")
+            conn.execute("SELECT pg_advisory_unlock_all()")
+        raise
     # the pipeline's end waited for every result, the statement's rows included
     elapsed_ms = (time.perf_counter() - started) * 1000.0
     if not first_value:

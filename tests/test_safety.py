@@ -67,8 +67,12 @@ def run_loaded(
     assert isinstance(workload, Workload)
     specs = resolve_target_specs(workload.targets, [], {"local": conninfo})
     store = Store(tmp_path / "store.duckdb")
-    with open_servers(specs, dsns={"local": conninfo}) as servers:
-        run_id = run_workload(workload, servers, store, options or RunOptions())
+    try:
+        with open_servers(specs, dsns={"local": conninfo}) as servers:
+            run_id = run_workload(workload, servers, store, options or RunOptions())
+    except BaseException:
+        store.close()
+        raise
     return store, run_id
 
 
