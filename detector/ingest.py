@@ -270,27 +270,16 @@ def render_query(timeline: QueryTimeline, console: Console) -> None:
         f"{timeline.observations} plans, {len(flips)} flip{'s' * (len(flips) != 1)}"
         + ("; plan alternates: time buckets, dominant plan shown" if timeline.bucketed else "")
     )
-    previous = None
-    for segment in timeline.segments:
-        if previous is not None and previous.fingerprint != segment.fingerprint:
-            ratio = ""
-            if previous.median_ms and segment.median_ms:
-                factor = segment.median_ms / previous.median_ms
-                ratio = (
-                    f" ({factor:.1f}x slower)" if factor >= 1 else f" ({1 / factor:.1f}x faster)"
-                )
-            say(
-                f"  >> FLIP at {_time(segment.start)}: median {_ms(previous.median_ms)} -> "
-                f"{_ms(segment.median_ms)} ms{ratio}, cost {previous.median_cost:.1f} -> "
-                f"{segment.median_cost:.1f}"
-            )
+    transitions = timeline.transition_lines()  # plan-cache switches and flips
+    for index, segment in enumerate(timeline.segments):
+        for line in transitions.get(index, []):
+            say(line)
         share = f" {segment.share:4.0%}" if timeline.bucketed else ""
         say(
             f"  {_time(segment.start)} .. {_time(segment.end)[11:]} {segment.count:>7} x"
             f"{share}  median {_ms(segment.median_ms):>7} ms  p90 {_ms(segment.p90_ms):>7} ms"
             f"  cost {segment.median_cost:>9.1f}  {segment.fingerprint}  {segment.signature}"
         )
-        previous = segment
     flip_times = [b.start for _, b in flips]
     for delta in timeline.pgss:
         mark = " <- flip" if any(delta.start <= t <= delta.end for t in flip_times) else ""

@@ -156,6 +156,10 @@ def test_plan_cache_switch_is_labelled_not_a_flip(tmp_path: Path) -> None:
     assert notes[0].startswith("  >> plan cache: custom -> generic plan after 5 executions at ")
     assert notes[1].startswith("  >> plan cache: generic -> custom plan (new session) at ")
     assert not [line for line in notes if "FLIP" in line]
+    shown = CliRunner().invoke(app, ["timeline", "--store", str(store), "--query", "orders"])
+    assert shown.exit_code == 0, shown.output
+    assert "plan cache: custom -> generic plan after 5 executions" in shown.output
+    assert "FLIP" not in shown.output
 
 
 def test_a_generic_plan_that_changes_is_a_flip(tmp_path: Path) -> None:
