@@ -52,7 +52,8 @@ HOW_IT_DECIDES = f"""\
   - *Interleaved sides* (one `planshift run`: sample *i* ran back to back on every side, with
     the same parameters) are compared pair by pair: the effect is the median of the per-sample
     ratios candidate/baseline (taken on the log scale), its 95% confidence interval a bootstrap
-    that resamples pairs, and a Wilcoxon signed-rank test must agree with it.
+    that resamples pairs, and a test of the 20%-trimmed mean of the log ratios (Yuen's paired
+    t-test, robust to the one descheduled execution in ten of a loaded machine) must agree.
   - *Other sides* (two runs, `NAME@RUN`, time windows of a log) are two independent samples: the
     effect is the ratio of medians, with a bootstrap 95% confidence interval and a Mann-Whitney U
     test. Reports say the sides were not interleaved: drift between them can pass for a change.
