@@ -135,5 +135,5 @@ def numbers(doc: EntryDoc) -> tuple[Any, ...]:
         root.shared_written,
         root.temp_read,
         root.temp_written,
-        io_read or 0.0,
+        io_read,
     )

@@ -125,7 +125,7 @@ def observation_row(
         actual = None
     execution = document.get("Execution Time")
     planning = document.get("Planning Time")
-    io_read = (io_new if io_new is not None else io_old) or 0.0
+    io_read = io_new if io_new is not None else io_old
     return (
         *head,
         normalized_cost(_number(root, total, "Total Cost")),
@@ -137,7 +137,7 @@ def observation_row(
         None,
         *[b if b.__class__ is int else _count(b) for b in buffers],
         heap[0], heap[1],
-        float(io_read) if isinstance(io_read, _NUMBER) else 0.0,
+        float(io_read) if isinstance(io_read, _NUMBER) else None,
         to_utc_naive(collected_at),
     )  # fmt: skip
 

@@ -81,7 +81,7 @@ class ObservationRow:
     temp_written: int
     exact_heap_blocks: int | None
     lossy_heap_blocks: int | None
-    io_read_ms: float
+    io_read_ms: float | None
     collected_at: datetime
 
 

@@ -158,7 +158,7 @@ def _io_hint(comparison: QueryComparison) -> tuple[str, list[SettingChange]]:
         )
     base_io = comparison.baseline.dominant.plan.buffers_total().io_read_ms
     cand_io = comparison.candidate.dominant.plan.buffers_total().io_read_ms
-    if base_io > 0 and cand_io > 0 and relative_gap(base_io, cand_io) >= 0.2:
+    if base_io and cand_io and relative_gap(base_io, cand_io) >= 0.2:
         parts.append(f"I/O read time {base_io:.3g} -> {cand_io:.3g} ms in the example executions")
     if not parts:
         parts.append(

@@ -171,3 +171,46 @@ def test_cold_eic_comparison_on_18_names_effective_io_concurrency(tmp_path: Path
     (finding,) = [f for f in result.findings if f.code == "PS201"]
     assert "same plan and cost" in finding.message
     assert "effective_io_concurrency 0 -> 64" in finding.message
+
+
+def test_io_time_is_null_when_not_measured(
+    tmp_path: Path, pg15: EmbeddedCluster, fresh_db: FreshDb
+) -> None:
+    """track_io_timing off: EXPLAIN shows no I/O time, and the store says unknown, not 0 ms;
+    the ingest of a log captured without it does the same."""
+    from rich.console import Console
+
+    from collectors.autoexplain_log import IngestOptions
+    from detector.ingest import ingest_logs
+
+    text = WORKLOAD.replace(
+        "[setup]", '[variants.on]\n[variants.off]\ntrack_io_timing = "off"\n\n[setup]'
+    )
+    path = tmp_path / "w.toml"
+    path.write_text(text)
+    workload = load_workload(path)
+    conninfo = fresh_db(pg15)
+    with (
+        open_servers(
+            resolve_target_specs(workload.targets, [], {"local": conninfo}),
+            dsns={"local": conninfo},
+        ) as servers,
+        Store(tmp_path / "s.duckdb") as store,
+    ):
+        run_id = run_workload(workload, servers, store, RunOptions(setup_on_dsn=True, cache="cold"))
+        io = {
+            t.name: {r.io_read_ms is None for r in store.observations([t.target_id])}
+            for t in store.targets([run_id])
+        }
+    assert io == {"on": {False}, "off": {True}}
+    log = Path(__file__).resolve().parent / "fixtures" / "logs" / "pg17" / "pg.log"
+    ingest_logs(
+        store_path=tmp_path / "log.duckdb",
+        files=[log],
+        source="db",
+        options=IngestOptions(),
+        console=Console(quiet=True),
+    )
+    with Store(tmp_path / "log.duckdb", read_only=True) as store:
+        rows = store.observations([t.target_id for t in store.targets()])
+    assert rows and all(r.io_read_ms is None for r in rows)

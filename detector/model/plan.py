@@ -39,8 +39,8 @@ class Buffers:
     local_read: int = 0
     temp_read: int = 0
     temp_written: int = 0
-    io_read_ms: float = 0.0
-    io_write_ms: float = 0.0
+    io_read_ms: float | None = None  # None: not measured (track_io_timing off)
+    io_write_ms: float | None = None
 
     @property
     def shared_total(self) -> int:
@@ -171,9 +171,15 @@ def _buffers(raw: Mapping[str, Any]) -> Buffers:
         local_read=_int(raw, "Local Read Blocks"),
         temp_read=_int(raw, "Temp Read Blocks"),
         temp_written=_int(raw, "Temp Written Blocks"),
-        io_read_ms=float(raw.get("Shared I/O Read Time", raw.get("I/O Read Time", 0.0)) or 0.0),
-        io_write_ms=float(raw.get("Shared I/O Write Time", raw.get("I/O Write Time", 0.0)) or 0.0),
+        io_read_ms=_io_time(raw, "Shared I/O Read Time", "I/O Read Time"),
+        io_write_ms=_io_time(raw, "Shared I/O Write Time", "I/O Write Time"),
     )
+
+
+def _io_time(raw: Mapping[str, Any], new: str, old: str) -> float | None:
+    """An I/O time in ms under its 17+ or its 15-16 key; None when EXPLAIN did not show it."""
+    value = raw.get(new, raw.get(old))
+    return float(value) if isinstance(value, (int, float)) else None
 
 
 def _subplan_name(raw: Mapping[str, Any]) -> str | None:
