@@ -69,9 +69,10 @@ from detector.compare import (  # noqa: E402
     resolve_side,
 )
 from detector.model import ComparisonResult, QueryComparison, TimingComparison, Verdict  # noqa: E402
+from detector.model.workload import Workload  # noqa: E402
 from detector.pairing import SidePair  # noqa: E402
 from detector.store import Store  # noqa: E402
-from detector.workload import Workload, load_workload  # noqa: E402
+from detector.workload import load_workload  # noqa: E402
 
 ROWS = 200_000
 LEN_RANGE = (300, 30_000)

@@ -29,8 +29,9 @@ from collectors.runner import RunOptions, run_workload  # noqa: E402
 from collectors.targets import open_servers, resolve_target_specs  # noqa: E402
 from detector.compare import CompareOptions, compare_sides, resolve_side  # noqa: E402
 from detector.model import Verdict  # noqa: E402
+from detector.model.workload import Query  # noqa: E402
 from detector.store import Store  # noqa: E402
-from detector.workload import Query, load_workload  # noqa: E402
+from detector.workload import load_workload  # noqa: E402
 
 EXTRA_WORK = Query(
     name="sum_range_extra_work",
@@ -57,10 +58,20 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         specs = resolve_target_specs(workload.targets, [], {})
         with Store(Path(tmp) / "fa.duckdb") as store, open_servers(specs) as servers:
-            def measure(variants: dict[str, dict[str, str]], queries: tuple[Query, ...], first: bool) -> list[Verdict]:
+
+            def measure(
+                variants: dict[str, dict[str, str]], queries: tuple[Query, ...], first: bool
+            ) -> list[Verdict]:
                 run_workload(
-                    replace(workload, variants=variants, queries=queries, setup=workload.setup if first else ()),
-                    servers, store, options,
+                    replace(
+                        workload,
+                        variants=variants,
+                        queries=queries,
+                        setup=workload.setup if first else (),
+                    ),
+                    servers,
+                    store,
+                    options,
                 )
                 run_id = store.latest_run_id()
                 base = resolve_side(store, "a", run_id)
@@ -69,37 +80,57 @@ def main() -> None:
                 return [q.timing.verdict for q in result.queries]
 
             started = time.perf_counter()
-            aa_variants = {"a": {**gucs, "planshift.work": "0"}, "b": {**gucs, "planshift.work": "0"}}
+            aa_variants = {
+                "a": {**gucs, "planshift.work": "0"},
+                "b": {**gucs, "planshift.work": "0"},
+            }
             queries = (*workload.queries, replace(extra_work))
             counts: dict[str, int] = {v.value: 0 for v in Verdict}
             for index in range(args.aa):
                 for verdict in measure(aa_variants, queries, index == 0):
                     counts[verdict.value] += 1
             comparisons = args.aa * len(queries)
-            print(f"A/A: {args.aa} runs x {len(queries)} queries = {comparisons} query comparisons "
-                  f"({args.repetitions} samples per side) in {time.perf_counter() - started:.0f} s")
-            print(f"  verdicts: {counts}; false-alarm rate (regressed): "
-                  f"{counts['regressed']}/{comparisons} = {counts['regressed'] / comparisons:.1%}")
+            print(
+                f"A/A: {args.aa} runs x {len(queries)} queries = {comparisons} query comparisons "
+                f"({args.repetitions} samples per side) in {time.perf_counter() - started:.0f} s"
+            )
+            print(
+                f"  verdicts: {counts}; false-alarm rate (regressed): "
+                f"{counts['regressed']}/{comparisons} = {counts['regressed'] / comparisons:.1%}"
+            )
 
             base_ms: list[float] = []
             for work in (int(w) for w in args.work.split(",")):
-                variants = {"a": {**gucs, "planshift.work": "0"}, "b": {**gucs, "planshift.work": str(work)}}
+                variants = {
+                    "a": {**gucs, "planshift.work": "0"},
+                    "b": {**gucs, "planshift.work": str(work)},
+                }
                 detected = 0
                 ratios = []
                 for _ in range(args.runs_per_step):
-                    run_workload(replace(workload, variants=variants, queries=(extra_work,), setup=()),
-                                 servers, store, options)
+                    run_workload(
+                        replace(workload, variants=variants, queries=(extra_work,), setup=()),
+                        servers,
+                        store,
+                        options,
+                    )
                     run_id = store.latest_run_id()
-                    result = compare_sides(store, resolve_side(store, "a", run_id),
-                                           resolve_side(store, "b", run_id), CompareOptions(noise_run=None))
+                    result = compare_sides(
+                        store,
+                        resolve_side(store, "a", run_id),
+                        resolve_side(store, "b", run_id),
+                        CompareOptions(noise_run=None),
+                    )
                     (query,) = result.queries
                     detected += query.timing.verdict is Verdict.REGRESSED
                     ratios.append(query.timing.ratio or 0.0)
                     if query.baseline.timing:
                         base_ms.append(query.baseline.timing.median_ms)
-                print(f"  +{work} rows of work on a {statistics.median(base_ms):.2f} ms query "
-                      f"(median ratio {statistics.median(ratios):.3f}x): detected "
-                      f"{detected}/{args.runs_per_step}")
+                print(
+                    f"  +{work} rows of work on a {statistics.median(base_ms):.2f} ms query "
+                    f"(median ratio {statistics.median(ratios):.3f}x): detected "
+                    f"{detected}/{args.runs_per_step}"
+                )
 
 
 if __name__ == "__main__":

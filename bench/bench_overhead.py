@@ -54,8 +54,9 @@ from collectors.runner import RunOptions, query_key, run_workload  # noqa: E402
 from collectors.session import connect, one_statement  # noqa: E402
 from collectors.targets import Server  # noqa: E402
 from detector.model import signature  # noqa: E402
+from detector.model.workload import Workload  # noqa: E402
 from detector.store import Store  # noqa: E402
-from detector.workload import Workload, load_workload  # noqa: E402
+from detector.workload import load_workload  # noqa: E402
 
 DEBIAN_PGBENCH = Path("/usr/lib/postgresql/15/bin/pgbench")
 MODES = (

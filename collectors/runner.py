@@ -6,8 +6,9 @@ all sides alike; the side that goes first rotates, so the cache one execution wa
 next favours no side. Each statement runs as `EXPLAIN (ANALYZE, TIMING OFF, BUFFERS, SETTINGS,
 FORMAT JSON)` (the workload's `timing` mode: "off", "on" or "plain") in a
 transaction that is always rolled back, with the variant's GUCs set by
-`set_config(name, value, true)` inside that transaction, in a session of its own per side
-(collectors/session.py says how a statement is kept from ending that transaction).
+`set_config(name, value, true)` inside that transaction, in one session per server
+(collectors/session.py says how a statement is kept from ending that transaction and what is
+reset after each execution and each query).
 """
 
 from __future__ import annotations
@@ -24,14 +25,16 @@ from typing import Any
 import psycopg
 
 from collectors.cache import Eviction, prepare_eviction
+from collectors.generic_plans import generic_plan
 from collectors.server_info import describe_server
+from collectors.server_setup import prepare_server
 from collectors.session import connect, one_statement, reset_session
 from collectors.targets import Server
 from detector import __version__
 from detector.errors import PlanshiftError
 from detector.model import Observation, Plan, parse_plan
+from detector.model.workload import Query, Workload
 from detector.store import Store
-from detector.workload import Query, Workload, setup_relations, statement_count
 
 # measured executions skip per-node timing by default: its cost grows with the rows a plan
 # moves, so it would skew a hash join against a nested loop (TIMING = "on" keeps it)
@@ -39,8 +42,6 @@ EXPLAIN = {
     "off": "EXPLAIN (ANALYZE, TIMING OFF, BUFFERS, SETTINGS, FORMAT JSON) ",
     "on": "EXPLAIN (ANALYZE, BUFFERS, SETTINGS, FORMAT JSON) ",
 }
-GENERIC_EXPLAIN = "EXPLAIN (GENERIC_PLAN, SETTINGS, FORMAT JSON) "
-PREPARED_NAME = "planshift_generic"
 
 ProgressCallback = Callable[[str, int], None]
 
@@ -102,41 +103,6 @@ def query_key(query: Query) -> str:
     return hashlib.sha256(f"workload-query:{query.name}".encode()).hexdigest()[:16]
 
 
-def _prepare_server(
-    server: Server, conn: psycopg.Connection[Any], workload: Workload, run_setup_on_dsn: bool
-) -> None:
-    """Run the workload's setup on embedded clusters; on a --dsn server only when asked,
-    otherwise check that the relations the setup would create are there."""
-    if server.source != "dsn" or run_setup_on_dsn or workload.setup_on_dsn:
-        _run_setup(server, conn, workload.setup)
-        return
-    relations = setup_relations(workload.setup)
-    if not relations:
-        return
-    rows = conn.execute(
-        "SELECT name FROM unnest(%s::text[]) AS name WHERE to_regclass(name) IS NULL", [relations]
-    ).fetchall()
-    missing = [str(row[0]) for row in rows]
-    if missing:
-        raise PlanshiftError(
-            f"target {server.name} ({server.redacted}) lacks {', '.join(missing)}, which the "
-            "workload's [setup] creates; planshift does not run setup on a --dsn server unasked",
-            'create them yourself, or pass --setup (or [setup] on_dsn = "run") to run the '
-            "workload's setup SQL on that server",
-        )
-
-
-def _run_setup(server: Server, conn: psycopg.Connection[Any], statements: Sequence[str]) -> None:
-    for index, statement in enumerate(statements):
-        try:
-            conn.execute(statement.encode())
-        except psycopg.Error as exc:
-            raise PlanshiftError(
-                f"setup statement {index + 1} failed on {server.name}: {str(exc).strip()}",
-                f"statement: {statement[:200]}",
-            ) from exc
-
-
 def _execute(
     side: Side, query: Query, params: dict[str, Any], timeout: str, timing: str
 ) -> tuple[str, float | None, float]:
@@ -153,52 +119,6 @@ def _execute(
         return plan_json, None, client_ms
     _, plain_ms = one_statement(side.connection, query.sql, bound, gucs, first_value=False)
     return plan_json, plain_ms, plain_ms
-
-
-def _generic_plan(side: Side, sql: str, timeout: str) -> str:
-    """The generic plan of SQL with $n placeholders, without executing it.
-
-    PostgreSQL 16+ has EXPLAIN (GENERIC_PLAN); before that, PREPARE the statement and EXPLAIN
-    EXECUTE it with NULL arguments under plan_cache_mode = force_generic_plan, which plans
-    without looking at the argument values; pipeline mode sends the PREPARE with the extended
-    protocol, which keeps it a single statement.
-    """
-    gucs = {"statement_timeout": timeout, **side.gucs}
-    version = int(side.server.info.get("server_version_num") or 0)
-    conn = side.connection
-    setters = ", ".join("set_config(%s, %s, true)" for _ in gucs)
-    if version >= 160000:
-        # the extended protocol would ask for values of the $n placeholders: this one statement
-        # goes as a simple query, so the parser must first find exactly one statement in it
-        if statement_count(sql) != 1:
-            raise PlanshiftError("a generic_plan query must be exactly one statement")
-        with conn.cursor() as cur, conn.transaction(force_rollback=True):
-            cur.execute(f"SELECT {setters}", [item for pair in gucs.items() for item in pair])
-            cur.execute(GENERIC_EXPLAIN + sql)
-            row = cur.fetchone()
-        if row is None:
-            raise PlanshiftError("EXPLAIN returned no row")
-        return str(row[0])
-    gucs["plan_cache_mode"] = "force_generic_plan"
-    setters = ", ".join("set_config(%s, %s, true)" for _ in gucs)
-    with conn.pipeline(), conn.cursor() as cur, conn.transaction(force_rollback=True):
-        cur.execute(f"SELECT {setters}", [item for pair in gucs.items() for item in pair])
-        cur.execute(f"PREPARE {PREPARED_NAME} AS {sql}")
-        try:
-            cur.execute(
-                "SELECT cardinality(parameter_types) FROM pg_prepared_statements WHERE name = %s",
-                [PREPARED_NAME],
-            )
-            count_row = cur.fetchone()
-            nulls = ", ".join(["NULL"] * int(count_row[0] if count_row else 0))
-            arguments = f"({nulls})" if nulls else ""
-            cur.execute(f"EXPLAIN (SETTINGS, FORMAT JSON) EXECUTE {PREPARED_NAME}{arguments}")
-            row = cur.fetchone()
-        finally:
-            cur.execute(f"DEALLOCATE {PREPARED_NAME}")
-    if row is None:
-        raise PlanshiftError("EXPLAIN returned no row")
-    return str(row[0])
 
 
 def rotated(sides: Sequence[Side], index: int) -> list[Side]:
@@ -264,13 +184,16 @@ def run_workload(
         cold = any(workload.cache_of(q) == "cold" for q in _selected(workload, options))
         for server in servers:
             with connect(server) as conn:
-                _prepare_server(server, conn, workload, options.setup_on_dsn)
+                prepare_server(server, conn, workload, options.setup_on_dsn)
                 server.info.update(describe_server(conn))
                 eviction = prepare_eviction(server, conn) if cold else None
             server.info["cache"] = eviction.describe() if eviction else {"mode": "warm"}
-            # a session per side: nothing one side's statements leave behind reaches another
+            # one session per server, shared by its variants: separate backends measured a
+            # consistent 15-30% A/A difference on 0.05 ms queries on a loaded machine, and
+            # nothing a statement can do survives its execution (session.one_statement)
+            session = connect(server)
             for variant, gucs in workload.variants.items():
-                sides.append(Side(server, variant, dict(gucs), connect(server), eviction=eviction))
+                sides.append(Side(server, variant, dict(gucs), session, eviction=eviction))
         for side in sides:
             side.name = side_name(
                 side.server.name, side.variant, len(servers), len(workload.variants)
@@ -295,15 +218,15 @@ def run_workload(
                 store.add_observations(
                     _measure(workload, query, key, point, fixed, sides, options, progress)
                 )
-            for side in sides:
-                reset_session(side.connection, f"query {query.name} on {side.name}")
+            for side in {id(side.connection): side for side in sides}.values():
+                reset_session(side.connection, f"query {query.name} on {side.server.name}")
         store.finish_run(run_id)
     except BaseException:
         store.finish_run(run_id, "failed")
         raise
     finally:
-        for side in sides:
-            side.connection.close()
+        for conn in {id(side.connection): side.connection for side in sides}.values():
+            conn.close()
     return run_id
 
 
@@ -407,7 +330,9 @@ def _generic_observations(
     observations = []
     for side in sides:
         try:
-            plan_json = _generic_plan(side, query.sql, options.statement_timeout)
+            gucs = {"statement_timeout": options.statement_timeout, **side.gucs}
+            version = int(side.server.info.get("server_version_num") or 0)
+            plan_json = generic_plan(side.connection, query.sql, gucs, version)
         except psycopg.Error as exc:
             raise PlanshiftError(
                 f"generic plan of {query.name} failed on {side.name}: {str(exc).strip()}",

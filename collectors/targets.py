@@ -16,7 +16,7 @@ from psycopg.conninfo import conninfo_to_dict, make_conninfo
 from collectors.embedded import EmbeddedCluster
 from collectors.installations import find_installation
 from detector.errors import PlanshiftError
-from detector.workload import TargetSpec
+from detector.model.workload import TargetSpec
 
 
 @dataclass

@@ -17,13 +17,14 @@ from detector.census import QueryCensus, build_census
 from detector.compare import CompareOptions, compare_sides, resolve_side
 from detector.errors import PlanshiftError
 from detector.model import ComparisonResult
+from detector.model.workload import CACHE_MODES
 from detector.noise import latest_noise_run, with_noise_floors
 from detector.reports import gate_severity, resolve_outputs, write_reports
 from detector.reports.escape import single_line
 from detector.reports.terminal import render_terminal
 from detector.side_pair import resolve_pair
 from detector.store import Store
-from detector.workload import CACHE_MODES, load_workload
+from detector.workload import load_workload
 
 # a symlink to examples/demo/workload.toml in a checkout, the file itself in a wheel
 DEMO_WORKLOAD = Path(__file__).resolve().parent / "demo_workload.toml"
@@ -69,7 +70,11 @@ class PlainProgress:
             self._print(f"{description}, {self._elapsed(now)} elapsed")
             return
         self.done += steps
-        if self.done >= self.next_mark or now - self.last >= self.every_s or self.done >= self.total:
+        if (
+            self.done >= self.next_mark
+            or now - self.last >= self.every_s
+            or self.done >= self.total
+        ):
             while self.next_mark <= self.done:
                 self.next_mark += self.total / 10
             share = self.done / self.total

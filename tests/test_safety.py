@@ -14,8 +14,9 @@ from collectors.runner import RunOptions, run_workload
 from collectors.session import connect
 from collectors.targets import Server, open_servers, resolve_target_specs
 from detector.errors import PlanshiftError
+from detector.model.workload import Query
 from detector.store import Store
-from detector.workload import Query, load_workload
+from detector.workload import load_workload
 from tests.conftest import FreshDb
 
 HEAD = """
@@ -62,7 +63,7 @@ def run_text(
 def run_loaded(
     tmp_path: Path, conninfo: str, workload: object, options: RunOptions | None = None
 ) -> tuple[Store, int]:
-    from detector.workload import Workload
+    from detector.model.workload import Workload
 
     assert isinstance(workload, Workload)
     specs = resolve_target_specs(workload.targets, [], {"local": conninfo})
