@@ -14,10 +14,12 @@ from detector.reports.census_html import grid_from_sweep, heatmap_svg
 from detector.reports.charts import sweep_chart
 from detector.reports.common import (
     SweepGroup,
+    condition_text,
     failing_findings,
     findings_by_query,
     fmt_ms,
     fmt_number,
+    method_lines,
     ranked_findings,
     rule_counts,
     settings_text,
@@ -65,15 +67,18 @@ def _targets(result: ComparisonResult) -> str:
     for (role, name, side), version in zip(pairs, result.versions, strict=True):
         gucs = ", ".join(f"{k}={v}" for k, v in sorted(side.settings.items())) if side else ""
         css = "side-base" if role == "baseline" else "side-cand"
+        measured = condition_text(result.conditions.get(role) or {})
         rows.append(
             [
                 role,
                 f'<span class="{css}">{for_html(name)}</span>',
                 version_text(version),
                 f"<code>{for_html(gucs) or '-'}</code>",
+                for_html(measured) or "-",
             ]
         )
-    return _table(["side", "target", "PostgreSQL", "variant settings"], rows)
+    notes = "".join(f"<p>{for_html(line)}</p>" for line in method_lines(result))
+    return _table(["side", "target", "PostgreSQL", "variant settings", "measured"], rows) + notes
 
 
 def _summary(result: ComparisonResult, fail_on: Severity | None) -> str:
