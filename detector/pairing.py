@@ -137,7 +137,7 @@ class _Sides:
         g = self.grouped
         rows = offsets(g.sizes)
         known_durations, known_planning = offsets(g.duration_known), offsets(g.planning_known)
-        durations = g.durations_ms[g.duration_known]
+        durations = _known(g.durations_ms, g.duration_known)
         variants = self._variants(plans, rows, known_durations, durations)
         side_rows = rows[[*self.first_groups, len(g.sizes)]]
         side_lo, side_hi = known_durations[side_rows[:-1]], known_durations[side_rows[1:]]
@@ -158,9 +158,9 @@ class _Sides:
                 _windows(durations, samples),
                 timings,
                 repeat(None),
-                _windows(g.planning_ms[g.planning_known], known_planning[side_rows]),
-                _windows(g.sample_indices[g.duration_known], samples),
-                _windows(g.total_cost[g.duration_known], samples),
+                _windows(_known(g.planning_ms, g.planning_known), known_planning[side_rows]),
+                _windows(_known(g.sample_indices, g.duration_known), samples),
+                _windows(_known(g.total_cost, g.duration_known), samples),
             )
         )
 
@@ -198,6 +198,11 @@ class _Sides:
             else tuple(sorted(variants[first:end], key=most_frequent_first))
             for first, end in zip(self.first_groups, self.group_ends, strict=True)
         ]
+
+
+def _known(values: npt.NDArray[Any], known: npt.NDArray[np.bool_]) -> npt.NDArray[Any]:
+    """The values where known: the array itself, not a copy, when all are."""
+    return values if known.all() else values[known]
 
 
 def _windows(values: npt.NDArray[Any], bounds: Ints) -> list[Samples[Any]]:

@@ -29,7 +29,7 @@ def test_builder_makes_the_record_init_makes() -> None:
     assert side.dominant is variant
 
 
-def test_builder_refuses_what_it_would_get_wrong() -> None:
+def test_builder_refuses_what_it_would_get_wrong_and_fills_slots() -> None:
     @dataclass(frozen=True)
     class Checked:
         value: int
@@ -41,8 +41,9 @@ def test_builder_refuses_what_it_would_get_wrong() -> None:
     class Slotted:
         value: int
 
-    for cls in (Checked, Slotted, int):
+    for cls in (Checked, int):
         with pytest.raises(TypeError):
             builder(cls)
+    assert builder(Slotted)(3) == Slotted(3)
     with pytest.raises(TypeError):
         builder(TimingStats)(10, 1.5)  # every field, positionally

@@ -88,7 +88,7 @@ class Samples(Sequence[N]):
         return repr(tuple(self))
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class TimingStats:
     """Distribution of one side's durations (ms)."""
 
@@ -100,7 +100,7 @@ class TimingStats:
     max_ms: float
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class TimingComparison:
     """Candidate versus baseline medians; `ratio` > 1 means the candidate is slower."""
 
@@ -135,7 +135,7 @@ class TimingComparison:
         return text
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class PlanVariant:
     """One plan shape seen on a side: how often, and a representative plan."""
 
@@ -148,7 +148,7 @@ class PlanVariant:
     median_shared_blocks: float | None = None  # shared hit + read per execution
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Side:
     label: str
     server_version_num: int | None
@@ -185,7 +185,7 @@ class Side:
         return sum(p.samples for p in self.plans)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class QueryComparison:
     query_key: str
     query_name: str

@@ -1,0 +1,59 @@
+"""Grouped reads: rows ordered in numpy by the hash of their group key give what DuckDB's
+ORDER BY gives, NULLs and all; a hash shared by two groups falls back to DuckDB's sort."""
+
+from __future__ import annotations
+
+from dataclasses import fields, replace
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from detector import store_groups
+from detector.store import GroupedSamples, Store
+from tests.test_store import new_run, observation
+
+NAMES = sorted(p.stem for p in (Path(__file__).parent / "fixtures" / "store").glob("*.json"))
+
+
+def filled(path: Path) -> list[int]:
+    rng = np.random.default_rng(4)
+    with Store(path) as store:
+        targets = new_run(store, names=("pg15/a", "pg15/b"))
+        batch = []
+        for target in targets:
+            for k in range(3):
+                for sample in rng.permutation(8).tolist():
+                    kind = NAMES[(k + sample % 2) % len(NAMES)]  # two plan shapes per side
+                    row = observation(target, kind, sample)
+                    row = replace(row, query_key=f"q{k}", duration_ms=float(rng.random()))
+                    if sample == 3:
+                        row = replace(row, planning_ms=None, duration_ms=None)
+                    batch.append(row)
+        store.add_observations(batch)
+    return targets
+
+
+def same(a: GroupedSamples, b: GroupedSamples) -> None:
+    for field in fields(GroupedSamples):
+        left, right = getattr(a, field.name), getattr(b, field.name)
+        if isinstance(left, np.ndarray):
+            assert np.array_equal(left, right, equal_nan=left.dtype.kind == "f"), field.name
+        else:
+            assert left == right, field.name
+
+
+def test_numpy_order_is_duckdbs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "s.duckdb"
+    targets = filled(path)
+    with Store(path, read_only=True) as store:
+        with monkeypatch.context() as patched:  # DuckDB's sort is not asked
+            patched.setattr(store_groups, "_SAMPLES", "SELECT no_such_column")
+            hashed = store.grouped_samples(targets)
+            only = store.grouped_samples(targets, ["q1"])
+        monkeypatch.setattr(store_groups, "_group_order", lambda *_: None)
+        same(hashed, store.grouped_samples(targets))
+        same(only, store.grouped_samples(targets, ["q1"]))
+        empty = store.grouped_samples(targets, ["nothing"])
+    assert len(hashed.fingerprints) > 6 and not hashed.duration_known.all()
+    assert set(only.query_keys) == {"q1"} and empty.sizes.size == 0
