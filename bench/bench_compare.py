@@ -89,8 +89,12 @@ def seed_plans(store: Store, target_id: int) -> tuple[str, str]:
 def build(path: Path, queries: int, samples: int) -> None:
     with Store(path) as store:
         run = store.begin_run("bench", workload_hash=None, tool_version="bench", host="bench")
-        base = store.add_target(run, "base", source="embedded", server_version_num=150018, gucs={}, info={})
-        cand = store.add_target(run, "cand", source="embedded", server_version_num=150018, gucs={}, info={})
+        base = store.add_target(
+            run, "base", source="embedded", server_version_num=150018, gucs={}, info={}
+        )
+        cand = store.add_target(
+            run, "cand", source="embedded", server_version_num=150018, gucs={}, info={}
+        )
         index_fp, bitmap_fp = seed_plans(store, base)
         store.finish_run(run)
     con = duckdb.connect(str(path))
@@ -138,7 +142,11 @@ RESIDENT: dict[str, float] = {}  # phase: the most MB resident at the end of one
 def rss_mb() -> float:
     """The resident set size now (not the peak), from /proc; 0 where there is none."""
     try:
-        return int(Path("/proc/self/statm").read_text().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+        return (
+            int(Path("/proc/self/statm").read_text().split()[1])
+            * os.sysconf("SC_PAGE_SIZE")
+            / 2**20
+        )
     except OSError:
         return 0.0
 
@@ -183,13 +191,29 @@ def phase_clock() -> Iterator[dict[str, float]]:
 def dump(result: ComparisonResult, out: Path) -> None:
     """Every verdict (with its numbers) and every finding, in a stable order."""
     queries = [
-        [q.label, q.timing.verdict.value, q.timing.ratio, q.timing.ci_low, q.timing.ci_high,
-         q.timing.p_value, q.timing.q_value, q.timing.reason, q.timing.paired, q.timing.decide_at]
+        [
+            q.label,
+            q.timing.verdict.value,
+            q.timing.ratio,
+            q.timing.ci_low,
+            q.timing.ci_high,
+            q.timing.p_value,
+            q.timing.q_value,
+            q.timing.reason,
+            q.timing.paired,
+            q.timing.decide_at,
+        ]
         for q in result.queries
     ]
     findings = [
-        [f.code, f.severity.value, f.query_name, f.point, f.message,
-         json.dumps(f.evidence, sort_keys=True, default=str)]
+        [
+            f.code,
+            f.severity.value,
+            f.query_name,
+            f.point,
+            f.message,
+            json.dumps(f.evidence, sort_keys=True, default=str),
+        ]
         for f in result.findings
     ]
     out.write_text(json.dumps({"queries": queries, "findings": findings}, indent=0))
@@ -233,11 +257,15 @@ def main() -> None:
             child.join()
             if child.exitcode:
                 raise SystemExit(f"building the store failed ({child.exitcode})")
-            print(f"built store: {args.queries:,} queries x 2 targets x {args.samples} samples "
-                  f"in {time.perf_counter() - started:.1f} s ({path.stat().st_size / 1e6:.0f} MB)")
+            print(
+                f"built store: {args.queries:,} queries x 2 targets x {args.samples} samples "
+                f"in {time.perf_counter() - started:.1f} s ({path.stat().st_size / 1e6:.0f} MB)"
+            )
         base_id, cand_id = target_ids(path)
-        print(f"load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())} "
-              f"({os.cpu_count()} CPUs)")
+        print(
+            f"load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())} "
+            f"({os.cpu_count()} CPUs)"
+        )
 
         def compare() -> ComparisonResult:
             with Store(path, read_only=True) as store:
@@ -259,27 +287,38 @@ def main() -> None:
                 timings.append(time.perf_counter() - started)
                 cpu.append(time.process_time() - used)
             phases.append(dict(spent))
-            print(f"  run {run + 1}: {timings[-1]:.2f} s ({cpu[-1]:.2f} s CPU), "
-                  f"load {os.getloadavg()[0]:.2f}; "
-                  + ", ".join(f"{k} {v:.2f}" for k, v in spent.items()))
+            print(
+                f"  run {run + 1}: {timings[-1]:.2f} s ({cpu[-1]:.2f} s CPU), "
+                f"load {os.getloadavg()[0]:.2f}; "
+                + ", ".join(f"{k} {v:.2f}" for k, v in spent.items())
+            )
         assert result is not None
         paired = sum(q.timing.paired for q in result.queries)
         assert result.interleaved and paired == len(result.queries), "the paired path was not taken"
         median = statistics.median(timings)
         peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
         build_peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
-        print(f"compare: median {median:.2f} s over {args.repeat} runs "
-              f"({', '.join(f'{t:.2f}' for t in timings)}), {len(result.queries) / median:,.0f} queries/s; "
-              f"CPU time median {statistics.median(cpu):.2f} s")
+        print(
+            f"compare: median {median:.2f} s over {args.repeat} runs "
+            f"({', '.join(f'{t:.2f}' for t in timings)}), {len(result.queries) / median:,.0f} queries/s; "
+            f"CPU time median {statistics.median(cpu):.2f} s"
+        )
         names = sorted({k for p in phases for k in p}, key=list(PHASE_OF.values()).index)
         medians = {k: statistics.median(p.get(k, 0.0) for p in phases) for k in names}
         other = median - sum(medians.values())
-        print("phases (median s): " + ", ".join(f"{k} {v:.2f}" for k, v in medians.items())
-              + f", other {other:.2f}")
-        print(f"verdicts: {result.verdict_counts()} (paired: {paired:,}); "
-              f"findings: {len(result.findings)}")
-        print("resident at the end of each phase (last run, MB): "
-              + ", ".join(f"{k} {v:,.0f}" for k, v in RESIDENT.items()))
+        print(
+            "phases (median s): "
+            + ", ".join(f"{k} {v:.2f}" for k, v in medians.items())
+            + f", other {other:.2f}"
+        )
+        print(
+            f"verdicts: {result.verdict_counts()} (paired: {paired:,}); "
+            f"findings: {len(result.findings)}"
+        )
+        print(
+            "resident at the end of each phase (last run, MB): "
+            + ", ".join(f"{k} {v:,.0f}" for k, v in RESIDENT.items())
+        )
         print(f"peak RSS: {peak:,.0f} MB (store build, a child process: {build_peak:,.0f} MB)")
         print(f"load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
         if args.dump:
