@@ -25,4 +25,6 @@ bench: bootstrap
 	$(BIN)/python bench/bench_stats.py
 	$(BIN)/python bench/bench_compare.py
 	$(BIN)/python bench/bench_false_alarms.py
+	$(BIN)/python bench/bench_detection.py
+	$(BIN)/python bench/bench_overhead.py
 	$(BIN)/python bench/bench_ingest.py
