@@ -42,8 +42,10 @@ def main() -> None:
     parser.add_argument("--resamples", type=int, default=2000)
     args = parser.parse_args()
     pairs = make_pairs(args.queries, args.samples, seed=42)
-    print(f"compare_timings_batch: {args.queries:,} queries x 2 sides x {args.samples} samples, "
-          f"{args.resamples} bootstrap resamples")
+    print(
+        f"compare_timings_batch: {args.queries:,} queries x 2 sides x {args.samples} samples, "
+        f"{args.resamples} bootstrap resamples"
+    )
     seconds = []
     for run in range(1, args.repeat + 1):
         start = time.perf_counter()
@@ -60,9 +62,11 @@ def main() -> None:
     tracemalloc.stop()
     median = statistics.median(seconds)
     maxrss_mib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    print(f"median of {args.repeat}: {median:.2f} s, {args.queries / median:,.0f} pairs/s; "
-          f"peak allocated during a call {peak / 2**20:.0f} MiB (tracemalloc), "
-          f"process max RSS {maxrss_mib:.0f} MiB (inputs included)")
+    print(
+        f"median of {args.repeat}: {median:.2f} s, {args.queries / median:,.0f} pairs/s; "
+        f"peak allocated during a call {peak / 2**20:.0f} MiB (tracemalloc), "
+        f"process max RSS {maxrss_mib:.0f} MiB (inputs included)"
+    )
 
 
 if __name__ == "__main__":
