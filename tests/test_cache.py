@@ -148,7 +148,7 @@ def test_cold_eic_comparison_on_18_names_effective_io_concurrency(tmp_path: Path
     path = tmp_path / "w.toml"
     path.write_text(example.read_text().replace("repetitions = 10", "repetitions = 20"))
     workload = load_workload(path)
-    specs = resolve_target_specs(workload.targets, [], {})
+    specs = resolve_target_specs(workload.targets, ["pg18"], {})
     try:
         servers_cm = open_servers(specs)
         servers = servers_cm.__enter__()
