@@ -22,6 +22,7 @@ from collectors.autoexplain_log import FileReport, IngestOptions, LogIngest, che
 from collectors.setup_check import Check
 from detector import __version__
 from detector.errors import PlanshiftError
+from detector.reports.timeline_terminal import render_timeline
 from detector.store import Store
 from detector.timeline import (
     PgssDelta,
@@ -219,7 +220,7 @@ def show_timeline(
         )
     attach_pgss(timelines, deltas)
     for timeline in timelines[:limit]:
-        render_query(timeline, console)
+        render_timeline(timeline, console)
     if len(timelines) > limit:
         console.print(f"... {len(timelines) - limit} more queries (--limit, --query)")
     return timelines
@@ -249,47 +250,6 @@ def attach_pgss(timelines: Sequence[QueryTimeline], deltas: Sequence[PgssDelta])
                 same = keys[delta.query] == timeline.query_key
             if same and delta.end >= first and delta.start <= last:
                 timeline.pgss.append(delta)
-
-
-def _ms(value: float | None) -> str:
-    return "-" if value is None else f"{value:.3f}" if value < 10 else f"{value:.1f}"
-
-
-def _time(moment: datetime) -> str:
-    return moment.strftime("%Y-%m-%d %H:%M:%S.%f")[:-3]
-
-
-def render_query(timeline: QueryTimeline, console: Console) -> None:
-    def say(text: str) -> None:
-        console.print(text, markup=False, highlight=False, soft_wrap=True)
-
-    ids = ", ".join(str(q) for q in sorted(timeline.queryids)) or "unknown"
-    flips = timeline.flips
-    say(
-        f"{timeline.name}  [key {timeline.query_key}, queryid {ids}]  "
-        f"{timeline.observations} plans, {len(flips)} flip{'s' * (len(flips) != 1)}"
-        + ("; plan alternates: time buckets, dominant plan shown" if timeline.bucketed else "")
-    )
-    transitions = timeline.transition_lines()  # plan-cache switches and flips
-    for index, segment in enumerate(timeline.segments):
-        for line in transitions.get(index, []):
-            say(line)
-        share = f" {segment.share:4.0%}" if timeline.bucketed else ""
-        say(
-            f"  {_time(segment.start)} .. {_time(segment.end)[11:]} {segment.count:>7} x"
-            f"{share}  median {_ms(segment.median_ms):>7} ms  p90 {_ms(segment.p90_ms):>7} ms"
-            f"  cost {segment.median_cost:>9.1f}  {segment.fingerprint}  {segment.signature}"
-        )
-    flip_times = [b.start for _, b in flips]
-    for delta in timeline.pgss:
-        mark = " <- flip" if any(delta.start <= t <= delta.end for t in flip_times) else ""
-        note = f" [{delta.note}]" if delta.note else ""
-        say(
-            f"  pg_stat_statements {delta.source} {_time(delta.start)[11:19]}..{_time(delta.end)[11:19]}"
-            f": {delta.calls} calls, mean {_ms(delta.mean_ms)} ms, total {_ms(delta.total_ms)} ms"
-            f"{note}{mark}"
-        )
-    say("")
 
 
 def setup_check(*, dsn: str, console: Console) -> list[Check]:

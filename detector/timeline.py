@@ -107,17 +107,17 @@ class QueryTimeline:
         flips = {id(b): a for a, b in self.flips}
         for index, segment in enumerate(self.segments):
             if switch := switches.get(id(segment)):
-                lines.setdefault(index, []).append(f"  >> {switch.label} at {_time(segment.start)}")
+                lines.setdefault(index, []).append(f"  >> {switch.label} at {clock(segment.start)}")
             if (before := flips.get(id(segment))) is not None:
                 lines.setdefault(index, []).append(_flip_line(before, segment))
         return lines
 
 
-def _ms(value: float | None) -> str:
+def ms_text(value: float | None) -> str:
     return "-" if value is None else f"{value:.3f}" if value < 10 else f"{value:.1f}"
 
 
-def _time(moment: datetime) -> str:
+def clock(moment: datetime) -> str:
     return moment.strftime("%Y-%m-%d %H:%M:%S.%f")[:-3]
 
 
@@ -127,8 +127,8 @@ def _flip_line(before: Segment, after: Segment) -> str:
         factor = after.median_ms / before.median_ms
         ratio = f" ({factor:.1f}x slower)" if factor >= 1 else f" ({1 / factor:.1f}x faster)"
     return (
-        f"  >> FLIP at {_time(after.start)}: median {_ms(before.median_ms)} -> "
-        f"{_ms(after.median_ms)} ms{ratio}, cost {before.median_cost:.1f} -> "
+        f"  >> FLIP at {clock(after.start)}: median {ms_text(before.median_ms)} -> "
+        f"{ms_text(after.median_ms)} ms{ratio}, cost {before.median_cost:.1f} -> "
         f"{after.median_cost:.1f}"
     )
 

@@ -1,0 +1,42 @@
+"""`planshift timeline` on a terminal: per query, its plans over time."""
+
+from __future__ import annotations
+
+from rich.console import Console
+
+from detector.timeline import QueryTimeline, clock, ms_text
+
+
+def render_timeline(timeline: QueryTimeline, console: Console) -> None:
+    """One query's plan segments, plan-cache switches, flips and pg_stat_statements deltas."""
+
+    def say(text: str) -> None:
+        console.print(text, markup=False, highlight=False, soft_wrap=True)
+
+    ids = ", ".join(str(q) for q in sorted(timeline.queryids)) or "unknown"
+    flips = timeline.flips
+    say(
+        f"{timeline.name}  [key {timeline.query_key}, queryid {ids}]  "
+        f"{timeline.observations} plans, {len(flips)} flip{'s' * (len(flips) != 1)}"
+        + ("; plan alternates: time buckets, dominant plan shown" if timeline.bucketed else "")
+    )
+    transitions = timeline.transition_lines()  # plan-cache switches and flips
+    for index, segment in enumerate(timeline.segments):
+        for line in transitions.get(index, []):
+            say(line)
+        share = f" {segment.share:4.0%}" if timeline.bucketed else ""
+        say(
+            f"  {clock(segment.start)} .. {clock(segment.end)[11:]} {segment.count:>7} x"
+            f"{share}  median {ms_text(segment.median_ms):>7} ms  p90 {ms_text(segment.p90_ms):>7} ms"
+            f"  cost {segment.median_cost:>9.1f}  {segment.fingerprint}  {segment.signature}"
+        )
+    flip_times = [b.start for _, b in flips]
+    for delta in timeline.pgss:
+        mark = " <- flip" if any(delta.start <= t <= delta.end for t in flip_times) else ""
+        note = f" [{delta.note}]" if delta.note else ""
+        say(
+            f"  pg_stat_statements {delta.source} {clock(delta.start)[11:19]}..{clock(delta.end)[11:19]}"
+            f": {delta.calls} calls, mean {ms_text(delta.mean_ms)} ms, total {ms_text(delta.total_ms)} ms"
+            f"{note}{mark}"
+        )
+    say("")
