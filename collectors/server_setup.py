@@ -16,12 +16,14 @@ from detector.workload import setup_relations
 def prepare_server(
     server: Server, conn: psycopg.Connection[Any], workload: Workload, run_setup_on_dsn: bool
 ) -> None:
-    """Run the workload's setup on embedded clusters; on a --dsn server only when asked,
-    otherwise check that the relations the setup would create are there."""
+    """Run the workload's setup, then the target's own, on embedded clusters; on a --dsn
+    server only when asked, otherwise check that the relations the setup would create are
+    there."""
+    statements = (*workload.setup, *server.setup)
     if server.source != "dsn" or run_setup_on_dsn or workload.setup_on_dsn:
-        run_setup(server, conn, workload.setup)
+        run_setup(server, conn, statements)
         return
-    relations = setup_relations(workload.setup)
+    relations = setup_relations(statements)
     if not relations:
         return
     rows = conn.execute(

@@ -27,6 +27,7 @@ class Server:
     conninfo: str
     source: str  # embedded | dsn
     info: dict[str, Any] = field(default_factory=dict)
+    setup: tuple[str, ...] = ()  # the target's own setup SQL, after the workload's
 
     @property
     def redacted(self) -> str:
@@ -183,6 +184,7 @@ def open_servers(
                             "server_settings": dict(cluster.server_settings),
                             **({"kept_dir": str(cluster.cluster_dir)} if keep else {}),
                         },
+                        setup=spec.setup,
                     )
                 )
             else:
@@ -205,6 +207,7 @@ def open_servers(
                         conninfo=dsn,
                         source="dsn",
                         info={"dsn": redact_conninfo(dsn)},
+                        setup=spec.setup,
                     )
                 )
         yield servers

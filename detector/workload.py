@@ -42,7 +42,7 @@ KEYS = {
     "setup": ("sql", "files", "on_dsn"),
     "query": ("name", "sql", "params", "sweep", "repetitions", "generic_plan", "cache"),
     "sweep": ("param", "values"),
-    "target": ("name", "postgres", "dsn_env", "settings", "checksums"),
+    "target": ("name", "postgres", "dsn_env", "settings", "checksums", "setup"),
 }
 GUC_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)?")
 
@@ -222,6 +222,7 @@ class _Reader:
             dsn_env=dsn_env,
             settings=settings,
             checksums=checksums,
+            setup=_split_sql(self, self.text(raw, "setup", f"{where}.", ""), f"{where}.setup"),
         )
 
 
@@ -306,9 +307,6 @@ def load_workload(path: str | Path) -> Workload:
 
 
 def _setup_statements(reader: _Reader, setup: Mapping[str, Any], base: Path) -> tuple[str, ...]:
-    from pglast import split
-    from pglast.parser import ParseError
-
     chunks: list[str] = [reader.text(setup, "sql", "setup.", "")]
     files = setup.get("files", [])
     if not isinstance(files, list):
@@ -318,13 +316,20 @@ def _setup_statements(reader: _Reader, setup: Mapping[str, Any], base: Path) -> 
             chunks.append((base / str(name)).read_text())
         except (OSError, UnicodeDecodeError) as exc:
             raise reader.fail(f"setup.files[{i}]", f"cannot read {name}: {exc}") from exc
-    statements: list[str] = []
-    for chunk in chunks:
-        try:
-            statements.extend(split(chunk, with_parser=True))
-        except ParseError as exc:
-            raise reader.fail("setup.sql", f"SQL syntax error: {exc}") from exc
-    return tuple(statements)
+    return tuple(
+        statement for chunk in chunks for statement in _split_sql(reader, chunk, "setup.sql")
+    )
+
+
+def _split_sql(reader: _Reader, sql: str, key: str) -> tuple[str, ...]:
+    """Setup SQL as single statements, so VACUUM and CREATE INDEX CONCURRENTLY can run."""
+    from pglast import split
+    from pglast.parser import ParseError
+
+    try:
+        return tuple(split(sql, with_parser=True))
+    except ParseError as exc:
+        raise reader.fail(key, f"SQL syntax error: {exc}") from exc
 
 
 def statement_count(sql: str) -> int:

@@ -214,3 +214,67 @@ def test_io_time_is_null_when_not_measured(
     with Store(tmp_path / "log.duckdb", read_only=True) as store:
         rows = store.observations([t.target_id for t in store.targets()])
     assert rows and all(r.io_read_ms is None for r in rows)
+
+
+def test_per_target_setup_compares_table_states_interleaved(tmp_path: Path) -> None:
+    """Two clusters of one version, one with its table vacuumed after the load and one with
+    10% of its rows updated since: the index-only scan reads the heap on the second only."""
+    from detector.compare import CompareOptions, compare_sides, resolve_side
+
+    text = """
+[workload]
+name = "table-state"
+repetitions = 5
+warmup = 1
+
+[[targets]]
+name = "vacuumed"
+postgres = "15"
+
+[[targets]]
+name = "churned"
+postgres = "15"
+setup = "UPDATE t SET v = v + 1 WHERE id % 10 = 0"
+
+[setup]
+sql = '''
+CREATE TABLE t (id int PRIMARY KEY, v int) WITH (autovacuum_enabled = off);
+INSERT INTO t SELECT i, i % 100 FROM generate_series(1, 100000) i;
+VACUUM ANALYZE t;
+'''
+
+[variants.only]
+enable_seqscan = "off"
+enable_bitmapscan = "off"
+
+[[queries]]
+name = "ids"
+sql = "SELECT count(id) FROM t WHERE id BETWEEN %(lo)s AND %(lo)s + 5000"
+params = { lo = { range = [1, 90000] } }
+"""
+    path = tmp_path / "w.toml"
+    path.write_text(text)
+    workload = load_workload(path)
+    with (
+        open_servers(resolve_target_specs(workload.targets, [], {})) as servers,
+        Store(tmp_path / "s.duckdb") as store,
+    ):
+        run_id = run_workload(workload, servers, store, RunOptions())
+        result = compare_sides(
+            store,
+            resolve_side(store, "vacuumed", run_id),
+            resolve_side(store, "churned", run_id),
+            CompareOptions(noise_run=None),
+        )
+    (query,) = result.queries
+    assert result.interleaved
+    fetches = [
+        {
+            node.heap_fetches
+            for _, node in side.dominant.plan.nodes()
+            if node.heap_fetches is not None
+        }
+        for side in (query.baseline, query.candidate)
+    ]
+    assert fetches[0] == {0}
+    assert min(fetches[1]) > 0

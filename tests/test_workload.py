@@ -200,3 +200,12 @@ def test_shipped_examples_load() -> None:
     for path in paths:
         workload = load_workload(path)
         assert workload.queries
+
+
+def test_a_target_may_bring_setup_of_its_own(tmp_path: Path) -> None:
+    text = VALID + '\n[[targets]]\nname = "churned"\npostgres = "15"\nsetup = "UPDATE t SET a = a; ANALYZE t"\n'
+    workload = load_workload(write(tmp_path, text))
+    assert workload.targets[0].setup == ("UPDATE t SET a = a", "ANALYZE t")
+    bad = text.replace('setup = "UPDATE t SET a = a; ANALYZE t"', 'setup = "UPDATE t SET"')
+    with pytest.raises(PlanshiftError, match=r"targets\[0\].setup: SQL syntax error"):
+        load_workload(write(tmp_path, bad, "bad.toml"))

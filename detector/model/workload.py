@@ -86,6 +86,9 @@ class TargetSpec:
     dsn_env: str | None = None  # environment variable holding the DSN (keeps secrets out of files)
     settings: Mapping[str, str] = field(default_factory=dict)  # postgresql.conf for embedded
     checksums: bool | None = None  # initdb --data-checksums for embedded (default: off)
+    # SQL run on this server after the workload's [setup]: a table state of its own (vacuumed
+    # or not, before or after a bulk load) measured interleaved against the other targets
+    setup: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
