@@ -76,6 +76,14 @@ class Plans:
         return signature, self.parsed[example]
 
 
+def side_settings_of(target: TargetRecord) -> dict[str, str]:
+    """What rules see of a side's settings: the server-level settings recorded when the run
+    started (io_method, shared_buffers, data_checksums, jit ...), overlaid with the variant's
+    GUCs, so a same-plan slowdown can name io_method as well as effective_io_concurrency."""
+    recorded = target.info.get("settings") or {}
+    return {**{str(k): str(v) for k, v in recorded.items()}, **target.gucs}
+
+
 def most_frequent_first(variant: PlanVariant) -> tuple[int, str]:
     """Sort key of a side's plan variants: the dominant first, ties by fingerprint (stable)."""
     return (-variant.samples, variant.fingerprint)
@@ -91,7 +99,7 @@ def make_side(
     return Side(
         target.name,
         target.server_version_num,
-        target.gucs,
+        side_settings_of(target),
         tuple(sorted(variants, key=most_frequent_first)),
         durations_ms,
         timing,
@@ -147,13 +155,14 @@ class _Sides:
             for n, summary in zip((side_hi - side_lo).tolist(), summaries, strict=True)
         ]
         sides = [targets[target] for target in self.side_targets.tolist()]
+        settings = {target_id: side_settings_of(target) for target_id, target in targets.items()}
         samples = known_durations[side_rows]
         return list(
             map(
                 new_side,
                 [side.name for side in sides],
                 [side.server_version_num for side in sides],
-                [side.gucs for side in sides],
+                [settings[side.target_id] for side in sides],
                 self._plans_of_sides(variants),
                 _windows(durations, samples),
                 timings,

@@ -3,6 +3,7 @@ and the q-error (rules.estimates), on captured plans."""
 
 from __future__ import annotations
 
+import dataclasses
 import gc
 import json
 from pathlib import Path
@@ -239,3 +240,29 @@ def test_near_tie_compares_the_costs_of_the_same_parameters() -> None:
         sided("a", (), 800.0), sided("b", (), 805.0)
     )
     assert near_tie(unpaired, 0.02)[0]
+
+
+def test_same_plan_slower_names_server_level_settings() -> None:
+    """What pairing gives the rules: the recorded server settings overlaid with the variant's
+    GUCs, so io_method and shared_buffers are named beside effective_io_concurrency."""
+    from detector.model import QueryComparison, TimingComparison, Verdict
+    from detector.pairing import side_settings_of
+    from detector.store_records import TargetRecord
+    from rules import RuleRunner
+
+    def target(io_method: str) -> TargetRecord:
+        info = {"settings": {"io_method": io_method, "shared_buffers": "16MB"}}
+        return TargetRecord(1, 1, io_method, "embedded", 180006, {"work_mem": "4MB"}, info)
+
+    plain = side("pg15/join_nested_loop")
+    base = dataclasses.replace(plain, settings=side_settings_of(target("sync")))
+    cand = dataclasses.replace(plain, settings=side_settings_of(target("worker")))
+    timing = TimingComparison(Verdict.REGRESSED, 1.4, 1.3, 1.5, 0.001, 0.1, None, "r")
+    comparison = QueryComparison("k", "q", "SELECT 1", base, cand, timing)
+    (finding,) = [f for f in RuleRunner(select=("PS202",))(comparison)]
+    assert "io_method sync -> worker" in finding.message
+    assert side_settings_of(target("sync")) == {
+        "io_method": "sync",
+        "shared_buffers": "16MB",
+        "work_mem": "4MB",
+    }
