@@ -24,6 +24,7 @@ from typing import Any
 
 import psycopg
 
+from collectors.attribution import attribute, first_difference
 from collectors.cache import Eviction, prepare_eviction
 from collectors.generic_plans import generic_plan
 from collectors.server_info import describe_server
@@ -32,7 +33,7 @@ from collectors.session import connect, one_statement, reset_session
 from collectors.targets import Server
 from detector import __version__
 from detector.errors import PlanshiftError
-from detector.model import Observation, Plan, parse_plan
+from detector.model import Observation, Plan, fingerprint, parse_plan
 from detector.model.workload import Query, Workload
 from detector.store import Store
 
@@ -215,9 +216,9 @@ def run_workload(
             key = query_key(query)
             store.upsert_query(key, name=query.name, sql=query.sql)
             for point, fixed in query.points():
-                store.add_observations(
-                    _measure(workload, query, key, point, fixed, sides, options, progress)
-                )
+                measured = _measure(workload, query, key, point, fixed, sides, options, progress)
+                store.add_observations(measured)
+                _attribute_flips(store, query, key, point, sides, measured, options)
             for side in {id(side.connection): side for side in sides}.values():
                 reset_session(side.connection, f"query {query.name} on {side.server.name}")
         store.finish_run(run_id)
@@ -276,6 +277,41 @@ def _measure(
                     side.check_settings(observation.plan, f"{query.name} {point or ''}".strip())
                     observations.append(observation)
     return observations
+
+
+def _attribute_flips(
+    store: Store,
+    query: Query,
+    key: str,
+    point: str | None,
+    sides: Sequence[Side],
+    observations: Sequence[Observation],
+    options: RunOptions,
+) -> None:
+    """For sides that chose different plans for the same parameters: which settings did it
+    (collectors/attribution.py), filed in the candidate target's info."""
+    if query.generic_plan:
+        return
+    by_name = {side.name: side for side in sides}
+    by_target = {side.target_id: side.name for side in sides}
+    plans = {(by_target[o.target_id], o.sample_index): fingerprint(o.plan) for o in observations}
+    params = {o.sample_index: json.loads(o.params) for o in observations}
+    for baseline, candidate, index in first_difference(sides, plans):
+        found = attribute(
+            baseline,
+            candidate,
+            query.sql,
+            params[index] if query.placeholders else None,
+            plans[(baseline.name, index)],
+            index,
+            options.statement_timeout,
+        )
+        store.file_target_info(
+            by_name[candidate.name].target_id,
+            "attribution",
+            f"{key}|{point or ''}",
+            {baseline.name: found.as_info()},
+        )
 
 
 def _relations(side: Side, query: Query, params: dict[str, Any]) -> list[str]:

@@ -149,7 +149,12 @@ def _compare(
     else:
         pairs = pair_sides(store, baseline, candidate, query=options.query)
     interleaved = is_interleaved(baseline, candidate)
-    comparisons = compared(pairs, query_verdicts(pairs, interleaved, options), options)
+    comparisons = compared(
+        pairs,
+        query_verdicts(pairs, interleaved, options),
+        options,
+        attributions_for(baseline, candidate),
+    )
     findings = apply_rules(comparisons, options)
     kept, suppressed = split_suppressed(findings, options.suppressions)
     return ComparisonResult(
@@ -190,10 +195,14 @@ def query_verdicts(
 
 
 def compared(
-    pairs: Sequence[SidePair], timings: Sequence[TimingComparison | None], options: CompareOptions
+    pairs: Sequence[SidePair],
+    timings: Sequence[TimingComparison | None],
+    options: CompareOptions,
+    attributions: Mapping[str, Any] | None = None,
 ) -> list[QueryComparison]:
     plan_only = plan_only_timing(options.min_effect)
     approved = options.approved
+    tested = attributions or {}
     return [
         new_comparison(
             pair.query_key,
@@ -206,9 +215,23 @@ def compared(
             None
             if approved is None
             else approved.get(approval_key(pair.query_name, pair.point), frozenset()),
+            tested.get(attribution_key(pair.query_key, pair.point)),
         )
         for pair, timing in zip(pairs, timings, strict=True)
     ]
+
+
+def attribution_key(query_key: str, point: str | None) -> str:
+    """Where the runner files a query's attribution in the candidate target's info."""
+    return f"{query_key}|{point or ''}"
+
+
+def attributions_for(baseline: TargetRecord, candidate: TargetRecord) -> dict[str, Any]:
+    """The candidate's attributions against this baseline, per attribution_key."""
+    if baseline.run_id != candidate.run_id:
+        return {}
+    filed = candidate.info.get("attribution") or {}
+    return {key: found[baseline.name] for key, found in filed.items() if baseline.name in found}
 
 
 def apply_rules(comparisons: Sequence[QueryComparison], options: CompareOptions) -> list[Finding]:

@@ -10,6 +10,7 @@ Writes are batched: `add_observations` inserts a whole batch with one statement 
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from pathlib import Path
@@ -320,6 +321,20 @@ class Store(
                 [run_id, name, source, server_version_num, to_json(dict(gucs)), to_json(info)],
             ).fetchone()
         return int(row[0])
+
+    def file_target_info(self, target_id: int, key: str, entry: str, value: dict[str, Any]) -> None:
+        """Merge value into info[key][entry] of a target (what a run learns after adding it)."""
+        with self.transaction():
+            row = self._con.execute(
+                "SELECT info FROM targets WHERE target_id = ?", [target_id]
+            ).fetchone()
+            if row is None:
+                raise PlanshiftError(f"no target with id {target_id} in {self.path}")
+            info = json.loads(row[0]) if isinstance(row[0], str) else dict(row[0] or {})
+            info.setdefault(key, {}).setdefault(entry, {}).update(value)
+            self._con.execute(
+                "UPDATE targets SET info = ? WHERE target_id = ?", [to_json(info), target_id]
+            )
 
     def upsert_query(
         self, query_key: str, *, name: str, sql: str, queryid: int | None = None

@@ -74,7 +74,12 @@ def settings_explain_flip(
     message lists the differences by category: cost units, plan methods
     (enable_*), memory, parallelism, jit, join search, i/o, other; an enable_*
     switch that forbids a node the baseline used, or allows one the candidate
-    uses, says so. Info: it explains a flip that the plan-flip rules rate.
+    uses, says so. When the run tested it (sides of one run: the candidate is
+    planned again with the baseline's value of each differing setting, one at a
+    time, then in the smallest combinations), the message starts with the result:
+    the settings whose revert brings the baseline's plan back, the ones that also
+    differ but do not move it, or, when none does, the version's planner or the
+    server's state. Info: it explains a flip that the plan-flip rules rate.
 
     ## Why it matters
     Most plan flips in a config change or an upgrade come from a setting:
@@ -86,15 +91,16 @@ def settings_explain_flip(
     "this setting changed the plan".
 
     ## Example
-    The sysbench range, random_page_cost 4 -> 1.1 (PG 15):
+    The sysbench range, random_page_cost 4 -> 1.1, work_mem 4MB -> 64MB and
+    effective_io_concurrency 1 -> 200 (PG 15):
 
-        plan changed; the sides differ: cost units: random_page_cost 4 -> 1.1
-        (costs are in different units)
+        caused by random_page_cost 4 -> 1.1: setting it back on the candidate
+        brings the baseline's plan back (effective_io_concurrency, work_mem also
+        differ but do not move it); plan changed; the sides differ: ...
 
     ## What to do
-    Decide whether the setting change is intended; re-run the comparison with
-    only that setting changed to confirm it explains the flip (planshift
-    variants). Calibrate cost settings to the storage and cache the queries
+    Decide whether the named setting change is intended (the others can stay).
+    Without a tested cause (other runs, logs), re-run the comparison in one run. Calibrate cost settings to the storage and cache the queries
     really see, and treat enable_* = off as a diagnostic, never as configuration.
     """
     if not comparison.plan_changed:
@@ -131,4 +137,34 @@ def settings_explain_flip(
         **timing_evidence(comparison),
     }
     message = "plan changed; the sides differ: " + "; ".join(groups)
+    tested = comparison.attribution
+    if tested is not None:
+        evidence["attribution"] = dict(tested)
+        message = _tested_text(tested, changes, version) + "; " + message
     yield emit("PS500", comparison, message, evidence)
+
+
+def _tested_text(
+    tested: Mapping[str, Any], changes: list[SettingChange], version: str | None
+) -> str:
+    """What re-planning the candidate with the baseline's settings showed."""
+    restores = [str(name) for name in tested.get("restores") or ()]
+    bystanders = [str(n) for n in tested.get("tested") or () if n not in restores]
+    by_name = {c.name: c for c in changes}
+    if restores:
+        named = ", ".join(by_name[n].text() if n in by_name else n for n in restores)
+        text = (
+            f"caused by {named}: setting it back on the candidate brings the baseline's plan back"
+        )
+        if bystanders:
+            text += f" ({', '.join(bystanders)} also differ{'s' * (len(bystanders) == 1)} but do not move it)"
+        return text
+    if tested.get("tested"):
+        reverted = ", ".join(str(n) for n in tested["tested"])
+        cause = f"the planner of {version}" if version else "the server (its statistics or state)"
+        return f"not the settings: with {reverted} set back the candidate keeps its plan; {cause}"
+    return (
+        f"no setting differs between the variants: {version}'s planner"
+        if version
+        else "no setting differs between the variants: the table statistics or state differ"
+    )

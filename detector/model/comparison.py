@@ -195,6 +195,10 @@ class QueryComparison:
     timing: TimingComparison
     point: str | None = None  # sweep point, e.g. "N=8000"
     approved: frozenset[str] | None = None  # approved fingerprints, when a lock file is in use
+    # the run's test of which settings moved the plan (collectors/attribution.py): "tested",
+    # the differing settings reverted on the candidate, and "restores", the smallest set that
+    # brought the baseline's plan back (empty: none did); None when not tested
+    attribution: Mapping[str, Any] | None = None
 
     @property
     def label(self) -> str:

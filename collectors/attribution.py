@@ -1,0 +1,127 @@
+"""Which setting moved the plan: tested by re-planning, not listed.
+
+When two sides of a run chose different plans for the same parameter values, the candidate's
+statement is planned again (plain EXPLAIN, nothing executed) with each of its differing
+settings set back to the baseline's value, one at a time, then in the smallest combinations:
+a setting is named as the cause only when reverting it brings the baseline's plan back. When
+no setting does, the flip belongs to the server (the version's planner, or its statistics).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from itertools import combinations
+from typing import Any, Protocol
+
+import psycopg
+
+from collectors.session import one_statement
+from detector.model import fingerprint, parse_plan
+
+PLAN_ONLY = "EXPLAIN (FORMAT JSON) "
+MAX_COMBINED = 4  # settings tried together at most (2^4 - 1 re-plans at worst)
+
+
+class Planned(Protocol):
+    """What attribution needs of a runner side."""
+
+    name: str
+    gucs: dict[str, str]
+    connection: psycopg.Connection[Any]
+
+
+@dataclass(frozen=True)
+class Attribution:
+    baseline: str
+    candidate: str
+    sample_index: int
+    tested: tuple[str, ...]  # the differing settings that were reverted
+    restores: tuple[str, ...]  # the smallest set whose revert brings the baseline's plan back
+
+    def as_info(self) -> dict[str, Any]:
+        return {
+            "sample_index": self.sample_index,
+            "tested": list(self.tested),
+            "restores": list(self.restores),
+        }
+
+
+def attribute(
+    baseline: Planned,
+    candidate: Planned,
+    sql: str,
+    params: Mapping[str, Any] | None,
+    baseline_fingerprint: str,
+    sample_index: int,
+    timeout: str,
+) -> Attribution:
+    """Re-plan the candidate's statement with the baseline's settings, a few at a time."""
+    reverts = _reverts(baseline, candidate)
+    restores: tuple[str, ...] = ()
+    for size in range(1, min(len(reverts), MAX_COMBINED) + 1):
+        found = [
+            names
+            for names in combinations(sorted(reverts), size)
+            if _plan_of(candidate, sql, params, {n: reverts[n] for n in names}, timeout)
+            == baseline_fingerprint
+        ]
+        if found:
+            restores = found[0]
+            break
+    return Attribution(
+        baseline.name, candidate.name, sample_index, tuple(sorted(reverts)), restores
+    )
+
+
+def _reverts(baseline: Planned, candidate: Planned) -> dict[str, str]:
+    """Per setting the two variants set differently: the baseline's value (its server default
+    where only the candidate sets it)."""
+    names = sorted(
+        name
+        for name in set(baseline.gucs) | set(candidate.gucs)
+        if baseline.gucs.get(name) != candidate.gucs.get(name)
+    )
+    values: dict[str, str] = {}
+    for name in names:
+        if name in baseline.gucs:
+            values[name] = baseline.gucs[name]
+            continue
+        row = baseline.connection.execute(
+            "SELECT reset_val FROM pg_settings WHERE name = %s", [name]
+        ).fetchone()
+        if row is not None:
+            values[name] = str(row[0])
+    return values
+
+
+def _plan_of(
+    side: Planned,
+    sql: str,
+    params: Mapping[str, Any] | None,
+    overrides: Mapping[str, str],
+    timeout: str,
+) -> str:
+    gucs = {"statement_timeout": timeout, **side.gucs, **overrides}
+    plan_json, _ = one_statement(side.connection, PLAN_ONLY + sql, params, gucs)
+    return fingerprint(parse_plan(str(plan_json)))
+
+
+def first_difference(
+    sides: Sequence[Planned], fingerprints: Mapping[tuple[str, int], str]
+) -> list[tuple[Planned, Planned, int]]:
+    """(baseline, candidate, sample index) for every ordered pair of sides whose plans differ,
+    at the first sample where they do."""
+    found = []
+    indices = sorted({index for _, index in fingerprints})
+    for baseline in sides:
+        for candidate in sides:
+            if baseline is candidate:
+                continue
+            for index in indices:
+                before = fingerprints.get((baseline.name, index))
+                after = fingerprints.get((candidate.name, index))
+                if before is not None and after is not None and before != after:
+                    found.append((baseline, candidate, index))
+                    break
+    return found

@@ -1,0 +1,50 @@
+"""Attribution on real PostgreSQL: of three settings that differ, the one that moves the plan
+is named, tested by re-planning; the other two are said not to move it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from collectors.runner import RunOptions, run_workload
+from collectors.targets import open_servers, resolve_target_specs
+from detector.compare import CompareOptions, compare_sides, resolve_side
+from detector.jobs import DEMO_WORKLOAD
+from detector.store import Store
+from detector.workload import load_workload
+
+
+def test_of_three_differing_settings_the_one_that_moves_the_plan_is_named(
+    tmp_path: Path, installations: object
+) -> None:
+    text = DEMO_WORKLOAD.read_text()
+    text = text.replace("repetitions = 100", "repetitions = 6")
+    text = text.replace(
+        '[variants.proposed]\nrandom_page_cost = "1.1"',
+        '[variants.proposed]\nrandom_page_cost = "1.1"\nwork_mem = "64MB"\n'
+        'effective_io_concurrency = "200"',
+    )
+    path = tmp_path / "w.toml"
+    path.write_text(text)
+    workload = load_workload(path)
+    with open_servers(resolve_target_specs(workload.targets, [], {})) as servers, Store(
+        tmp_path / "s.duckdb"
+    ) as store:
+        run_id = run_workload(workload, servers, store, RunOptions(queries=("sum_range",)))
+        result = compare_sides(
+            store,
+            resolve_side(store, "current", run_id),
+            resolve_side(store, "proposed", run_id),
+            CompareOptions(noise_run=None),
+        )
+    (query,) = result.queries
+    assert query.plan_changed
+    assert query.attribution is not None
+    assert query.attribution["restores"] == ["random_page_cost"]
+    assert set(query.attribution["tested"]) == {
+        "random_page_cost",
+        "work_mem",
+        "effective_io_concurrency",
+    }
+    (finding,) = [f for f in result.findings if f.code == "PS500"]
+    assert finding.message.startswith("caused by random_page_cost 4 -> 1.1: setting it back")
+    assert "effective_io_concurrency, work_mem also differ but do not move it" in finding.message
