@@ -100,8 +100,9 @@ def settings_explain_flip(
 
     ## What to do
     Decide whether the named setting change is intended (the others can stay).
-    Without a tested cause (other runs, logs), re-run the comparison in one run. Calibrate cost settings to the storage and cache the queries
-    really see, and treat enable_* = off as a diagnostic, never as configuration.
+    Without a tested cause (other runs, logs), re-run the comparison in one
+    run. Calibrate cost settings to the storage and cache the queries really
+    see, and treat enable_* = off as a diagnostic, never as configuration.
     """
     if not comparison.plan_changed:
         return
