@@ -116,8 +116,22 @@ def category(name: str) -> str:
     return "other"
 
 
+#: settings a version does not have before this major: shown as "n/a" there, not "default"
+_INTRODUCED: Mapping[str, int] = {
+    "io_method": 18,
+    "io_workers": 18,
+    "io_max_concurrency": 18,
+    "io_combine_limit": 17,
+    "debug_io_direct": 16,
+}
+NOT_AVAILABLE = "n/a"
+
+
 def default_of(name: str, version_num: int | None) -> str | None:
-    """The server default of a planner setting, when planshift knows it."""
+    """The server default of a planner setting, when planshift knows it; "n/a" for a setting
+    the version does not have."""
+    if version_num and name in _INTRODUCED and version_num // 10000 < _INTRODUCED[name]:
+        return NOT_AVAILABLE
     if name in _VERSIONED_DEFAULTS:
         major = (version_num or 0) // 10000
         value = _VERSIONED_DEFAULTS[name][0][1]
@@ -205,6 +219,8 @@ class SettingChange:
 def _shown(value: str | None, default: str | None) -> str:
     if value is not None:
         return value
+    if default == NOT_AVAILABLE:
+        return f"{NOT_AVAILABLE} (no such setting)"
     return f"{default} (default)" if default is not None else "default"
 
 

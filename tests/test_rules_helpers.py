@@ -266,3 +266,12 @@ def test_same_plan_slower_names_server_level_settings() -> None:
         "shared_buffers": "16MB",
         "work_mem": "4MB",
     }
+
+
+def test_a_setting_a_version_does_not_have_is_not_available_not_default() -> None:
+    from rules.gucs import SettingChange
+
+    assert default_of("io_method", 170010) == "n/a"
+    assert default_of("io_method", 180006) is None or default_of("io_method", 180006) != "n/a"
+    change = SettingChange("io_method", None, "worker", "i/o", "n/a")
+    assert change.text() == "io_method n/a (no such setting) -> worker"
