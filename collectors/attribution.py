@@ -20,6 +20,7 @@ from collectors.session import one_statement
 from detector.model import fingerprint, parse_plan
 
 PLAN_ONLY = "EXPLAIN (FORMAT JSON) "
+MEASURED = "EXPLAIN (ANALYZE, TIMING OFF, FORMAT JSON) "
 MAX_COMBINED = 4  # settings tried together at most (2^4 - 1 re-plans at worst)
 
 
@@ -38,6 +39,7 @@ class Attribution:
     sample_index: int
     tested: tuple[str, ...]  # the differing settings that were reverted
     restores: tuple[str, ...]  # the smallest set whose revert brings the baseline's plan back
+    reverted: Mapping[str, str]  # the values that revert each tested setting
 
     def as_info(self) -> dict[str, Any]:
         return {
@@ -70,8 +72,49 @@ def attribute(
             restores = found[0]
             break
     return Attribution(
-        baseline.name, candidate.name, sample_index, tuple(sorted(reverts)), restores
+        baseline.name, candidate.name, sample_index, tuple(sorted(reverts)), restores, reverts
     )
+
+
+def counterfactual(
+    found: Attribution,
+    candidate: Planned,
+    sql: str,
+    samples: Sequence[Mapping[str, Any] | None],
+    baseline_fingerprint: str,
+    timeout: str,
+) -> dict[str, Any]:
+    """Time the plan the candidate rejected on the candidate itself: each sample's parameters
+    run with the restoring settings (which bring the baseline's plan back) and as chosen, back
+    to back, alternating which goes first, after one unmeasured pass of both. The ratio is the
+    median of the per-sample ratios forced / chosen: below 1, the rejected plan was faster."""
+    forced_settings = {name: found.reverted[name] for name in found.restores}
+    forced_ms: list[float] = []
+    chosen_ms: list[float] = []
+    matched = True
+    for index, params in enumerate(samples):
+        runs = [(True, forced_settings), (False, {})]
+        # primed as the run's own samples are: both plans read the parameters' pages once first
+        for recorded in (False, True):
+            for is_forced, overrides in runs if index % 2 == 0 else runs[::-1]:
+                gucs = {"statement_timeout": timeout, **candidate.gucs, **overrides}
+                plan_json, _ = one_statement(candidate.connection, MEASURED + sql, params, gucs)
+                if not recorded:
+                    continue
+                plan = parse_plan(str(plan_json))
+                if is_forced:
+                    matched = matched and fingerprint(plan) == baseline_fingerprint
+                (forced_ms if is_forced else chosen_ms).append(float(plan.execution_ms or 0.0))
+    ratios = sorted(f / c for f, c in zip(forced_ms, chosen_ms, strict=True) if c > 0)
+    ratio = ratios[len(ratios) // 2] if ratios else None
+    return {
+        "forced_settings": forced_settings,
+        "fingerprint_matched": matched,
+        "samples": len(forced_ms),
+        "median_ms": sorted(forced_ms)[len(forced_ms) // 2] if forced_ms else None,
+        "chosen_median_ms": sorted(chosen_ms)[len(chosen_ms) // 2] if chosen_ms else None,
+        "ratio_vs_chosen": ratio,
+    }
 
 
 def _reverts(baseline: Planned, candidate: Planned) -> dict[str, str]:

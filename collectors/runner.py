@@ -24,7 +24,7 @@ from typing import Any
 
 import psycopg
 
-from collectors.attribution import attribute, first_difference
+from collectors.attribution import attribute, counterfactual, first_difference
 from collectors.cache import Eviction, prepare_eviction
 from collectors.generic_plans import generic_plan
 from collectors.server_info import describe_server
@@ -45,6 +45,7 @@ EXPLAIN = {
 }
 
 ProgressCallback = Callable[[str, int], None]
+COUNTERFACTUAL_SAMPLES = 10  # the rejected plan, timed on the candidate: pairs of executions
 
 
 @dataclass
@@ -306,11 +307,22 @@ def _attribute_flips(
             index,
             options.statement_timeout,
         )
+        info = found.as_info()
+        if found.restores:
+            samples = [params[i] if query.placeholders else None for i in sorted(params)]
+            info["counterfactual"] = counterfactual(
+                found,
+                candidate,
+                query.sql,
+                samples[:COUNTERFACTUAL_SAMPLES],
+                plans[(baseline.name, index)],
+                options.statement_timeout,
+            )
         store.file_target_info(
             by_name[candidate.name].target_id,
             "attribution",
             f"{key}|{point or ''}",
-            {baseline.name: found.as_info()},
+            {baseline.name: info},
         )
 
 

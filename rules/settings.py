@@ -145,6 +145,27 @@ def settings_explain_flip(
     yield emit("PS500", comparison, message, evidence)
 
 
+def _counterfactual_text(timed: Mapping[str, Any] | None) -> str:
+    """`; the rejected plan, timed on the candidate (random_page_cost = 4): 1.25x faster ...`."""
+    if not timed or timed.get("ratio_vs_chosen") is None:
+        return ""
+    forced = ", ".join(f"{k} = {v}" for k, v in (timed.get("forced_settings") or {}).items())
+    if not timed.get("fingerprint_matched"):
+        return f"; forcing the rejected plan on the candidate ({forced}) did not always give it"
+    ratio = float(timed["ratio_vs_chosen"])
+    told = f"{1 / ratio:.2f}x faster" if ratio < 1 else f"{ratio:.2f}x slower"
+    cost = (
+        f": the planner's choice costs {1 / ratio - 1:.0%}"
+        if ratio < 1
+        else ": the planner chose the faster plan"
+    )
+    return (
+        f"; the rejected plan, timed on the candidate ({forced}): {told} than the chosen one "
+        f"(median {timed['median_ms']:.3g} vs {timed['chosen_median_ms']:.3g} ms, "
+        f"{timed['samples']} pairs){cost}"
+    )
+
+
 def _tested_text(
     tested: Mapping[str, Any], changes: list[SettingChange], version: str | None
 ) -> str:
@@ -158,8 +179,9 @@ def _tested_text(
             f"caused by {named}: setting it back on the candidate brings the baseline's plan back"
         )
         if bystanders:
-            text += f" ({', '.join(bystanders)} also differ{'s' * (len(bystanders) == 1)} but do not move it)"
-        return text
+            verb = "differs" if len(bystanders) == 1 else "differ"
+            text += f" ({', '.join(bystanders)} also {verb} but do not move it)"
+        return text + _counterfactual_text(tested.get("counterfactual"))
     if tested.get("tested"):
         reverted = ", ".join(str(n) for n in tested["tested"])
         cause = f"the planner of {version}" if version else "the server (its statistics or state)"

@@ -9,6 +9,7 @@ from collectors.runner import RunOptions, run_workload
 from collectors.targets import open_servers, resolve_target_specs
 from detector.compare import CompareOptions, compare_sides, resolve_side
 from detector.jobs import DEMO_WORKLOAD
+from detector.reports.json_report import to_document
 from detector.store import Store
 from detector.workload import load_workload
 
@@ -45,6 +46,14 @@ def test_of_three_differing_settings_the_one_that_moves_the_plan_is_named(
         "work_mem",
         "effective_io_concurrency",
     }
+    timed = query.attribution["counterfactual"]
+    assert timed["forced_settings"] == {"random_page_cost": "4"}
+    assert timed["fingerprint_matched"] is True
+    assert timed["samples"] == 6 and timed["ratio_vs_chosen"] > 0
     (finding,) = [f for f in result.findings if f.code == "PS500"]
     assert finding.message.startswith("caused by random_page_cost 4 -> 1.1: setting it back")
     assert "effective_io_concurrency, work_mem also differ but do not move it" in finding.message
+    assert "the rejected plan, timed on the candidate (random_page_cost = 4): " in finding.message
+    document = to_document(result)
+    (entry,) = document["queries"]
+    assert entry["attribution"]["counterfactual"]["fingerprint_matched"] is True

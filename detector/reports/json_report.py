@@ -60,6 +60,7 @@ def _query(query: QueryComparison) -> dict[str, Any]:
         "plan_changed": query.plan_changed,
         "baseline": _side(query.baseline),
         "candidate": _side(query.candidate),
+        "attribution": None if query.attribution is None else dict(query.attribution),
         "timing": {
             "verdict": timing.verdict.value,
             "ratio": _round(timing.ratio),
