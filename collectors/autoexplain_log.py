@@ -65,6 +65,7 @@ class FileReport:
     resumed_at_line: int | None  # None: first ingest of this file
     messages: int = 0
     plans: int = 0
+    events: int = 0  # setting changes, starts, autovacuum, DDL (log_events)
     problem_count: int = 0
     problems: list[Problem] = field(default_factory=list)
     incomplete: list[Problem] = field(default_factory=list)
@@ -298,9 +299,12 @@ class LogIngest:
             problems=len(problems),
         )
         found = [(p.line, p.kind, p.message) for p in problems]
+        events = [event.row() for event in batch.events]
         self.store.add_log_batch(
-            file_id, columns, list(parsed.shapes.values()), queries, found, ledger, parsed.ambiguous
-        )
+            file_id, columns, list(parsed.shapes.values()), queries, found, ledger,
+            parsed.ambiguous, events,
+        )  # fmt: skip
+        report.events += len(events)
         report.unknown_zones |= batch.unknown_zones
         report.messages += batch.messages
         report.plans += columns.size

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from collectors.log_events import plan_settings
 from collectors.log_fast import (
     EntryDoc,
     decode,
@@ -131,6 +132,7 @@ class BatchParser:
                     queryid,
                     plan_format,
                     analyzed,
+                    plan_settings(body),
                 )
             )
         parsed.ambiguous, self.keys.found_ambiguous = self.keys.found_ambiguous, []

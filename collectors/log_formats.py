@@ -23,7 +23,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import BinaryIO
 
-from collectors.log_prefix import PrefixParser, TimeParser
+from collectors.log_events import LogEvent, event_of, may_be_event
+from collectors.log_prefix import Header, PrefixParser, TimeParser
 from detector.errors import PlanshiftError
 
 CHUNK = 4 << 20
@@ -81,6 +82,7 @@ class Batch:
     messages: int  # log messages read in this batch (plans and everything else)
     incomplete: list[Problem] = field(default_factory=list)  # open at end of file
     unknown_zones: frozenset[str] = frozenset()  # time zone abbreviations read as --log-timezone
+    events: list[LogEvent] = field(default_factory=list)  # setting changes, DDL ... (log_events)
 
 
 @dataclass(frozen=True)
@@ -213,6 +215,7 @@ class LogReader:
         self.entries: list[RawEntry] = []
         self.problems: list[Problem] = []
         self.messages = 0
+        self.events: list[LogEvent] = []
         self.offset = position.offset  # end of the last processed segment
         self.line = position.line
         self.tail_line: int | None = None
@@ -287,6 +290,10 @@ class LogReader:
         if not self.start.stored(entry.offset):
             self.entries.append(entry)
 
+    def event(self, found: LogEvent | None) -> None:
+        if found is not None and found.offset >= self.start.high_offset:
+            self.events.append(found)
+
     def _batch(self, *, final: bool) -> Batch:
         pending = self.open_entries()
         older = [p for p in self.start.pending_starts if p >= self.offset]
@@ -315,8 +322,9 @@ class LogReader:
             self.messages,
             incomplete,
             frozenset(self.times.unknown_zones),
+            self.events,
         )
-        self.entries, self.problems, self.messages = [], [], 0
+        self.entries, self.problems, self.messages, self.events = [], [], 0, []
         return batch
 
 
@@ -371,18 +379,16 @@ class StderrReader(LogReader):
         if not is_plan_head(head):
             if self.open and rest.startswith((b"\t ", b"\t}")):
                 self._continue(rest)
+            elif may_be_event(first):
+                when = self._time(header)
+                pid = _int(header.pid)
+                self.event(event_of(head, line, offset, when, pid, header.database))
             return
         pid = _int(header.pid)
         if pid in self.open:
             stale, _, _ = self.open.pop(pid)
             self.problems.append(Problem(stale.line, "truncated", "plan cut short by a new entry"))
-        when = (
-            self.times.parse(header.time)
-            if header.time
-            else self.times.epoch(header.epoch)
-            if header.epoch
-            else None
-        )
+        when = self._time(header)
         entry = RawEntry(
             offset, line, pid, when, header.user, header.database, _int(header.queryid), head, rest
         )
@@ -400,6 +406,11 @@ class StderrReader(LogReader):
         self.emit(entry)
         if extra and self.open:  # another backend's plan went on after this one
             self._continue(extra)
+
+    def _time(self, header: Header) -> datetime | None:
+        if header.time:
+            return self.times.parse(header.time)
+        return self.times.epoch(header.epoch) if header.epoch else None
 
     def _continue(self, lines: bytes) -> None:
         """Lines that belong to the most recently started unfinished JSON plan."""

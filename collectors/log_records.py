@@ -13,6 +13,7 @@ import json
 import re
 from typing import Any, BinaryIO
 
+from collectors.log_events import event_of, may_be_event
 from collectors.log_formats import (
     _CSV_BOUNDARY,
     _CSV_RECORD_START,
@@ -82,7 +83,7 @@ class CsvReader(LogReader):
                 self.problems.append(Problem(line, "garbage", _sample(record)))
             return
         self.messages += 1
-        if _PLAN not in record:
+        if _PLAN not in record and not may_be_event(record):
             return
         try:
             fields = next(csv.reader([decode_utf8(record, line, self.problems)]))
@@ -94,6 +95,10 @@ class CsvReader(LogReader):
             return
         head, body = split_message(fields[_MESSAGE])
         if not is_plan_head(head):
+            if may_be_event(record):
+                when = self.times.parse(fields[_TIME])
+                pid, database = _int(fields[_PID]), fields[_DB] or None
+                self.event(event_of(head, line, offset, when, pid, database))
             return
         when = self.times.parse(fields[_TIME])
         self.emit(
@@ -122,7 +127,9 @@ class JsonlogReader(LogReader):
         if _PLAN not in segment:
             if not segment.lstrip().startswith(b"{"):
                 self.problems.append(Problem(line, "garbage", _sample(segment)))
-            return
+                return
+            if not may_be_event(segment):
+                return
         try:
             record = _loads(
                 segment if segment.isascii() else decode_utf8(segment, line, self.problems)
@@ -134,10 +141,13 @@ class JsonlogReader(LogReader):
             self.problems.append(Problem(line, "bad-record", "jsonlog record without message"))
             return
         head, body = split_message(record["message"])
-        if not is_plan_head(head):
-            return
         stamp = record.get("timestamp")
         when = self.times.parse(stamp) if isinstance(stamp, str) else None
+        if not is_plan_head(head):
+            if may_be_event(segment):
+                pid = record.get("pid") if isinstance(record.get("pid"), int) else None
+                self.event(event_of(head, line, offset, when, pid, _text(record.get("dbname"))))
+            return
         self.emit(
             RawEntry(
                 offset,

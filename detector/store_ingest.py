@@ -77,6 +77,22 @@ class LogEntryInfo(NamedTuple):
     queryid: int | None
     plan_format: str
     analyzed: bool
+    settings: str | None = None  # the plan's logged Settings
+
+
+class LogEventRow(NamedTuple):
+    """A server event of a log (log_events): see `collectors.log_events.LogEvent`."""
+
+    line: int
+    byte_offset: int
+    logged_at: datetime | None
+    pid: int | None
+    database: str | None
+    kind: str
+    subject: str | None
+    value: str | None
+    message: str
+    path: str = ""
 
 
 @dataclass(frozen=True)
@@ -115,6 +131,9 @@ class LogObservationRow:
     pid: int | None
     database: str | None
     queryid: int | None
+    settings: str | None = None
+    line: int | None = None
+    path: str | None = None
 
 
 class StoreIngestMixin(StoreBase):
@@ -157,6 +176,7 @@ class StoreIngestMixin(StoreBase):
         problems: Sequence[tuple[int, str, str]],  # (line, kind, message)
         ledger: LedgerUpdate,
         unlabel: Sequence[int] = (),  # queryids found to belong to no single text
+        events: Sequence[Sequence[Any]] = (),  # (line, byte_offset, time, pid, ...): LogEventRow
     ) -> None:
         """Observations, their log_entries, new queries and plans, problems and the ledger
         row: all in one transaction, or nothing."""
@@ -199,6 +219,8 @@ class StoreIngestMixin(StoreBase):
                 )
             if unlabel:
                 self._unlabel(list(unlabel))
+            if events:
+                self._add_log_events(file_id, events)
             self._con.execute(
                 "UPDATE log_files SET path = ?, head_len = ?, head_sha256 = ?, resume_offset = ?, "
                 "resume_line = ?, high_offset = ?, pending_starts = ?, entries = entries + ?, "
@@ -218,6 +240,23 @@ class StoreIngestMixin(StoreBase):
                     file_id,
                 ],
             )
+
+    def _add_log_events(self, file_id: int, events: Sequence[Sequence[Any]]) -> None:
+        stored = {
+            row[0]
+            for row in self._con.execute(
+                "SELECT byte_offset FROM log_events WHERE file_id = $1 AND "
+                "list_contains($2, byte_offset)",
+                [file_id, [event[1] for event in events]],
+            ).fetchall()
+        }
+        rows = [
+            (file_id, *event[:2], _naive(event[2]), *event[3:9])
+            for event in events
+            if event[1] not in stored
+        ]
+        names = ("file_id", "line", "byte_offset", "logged_at", "pid", "database", "kind")
+        self._insert_rows("log_events", (*names, "subject", "value", "message"), rows)
 
     def _next_observation_ids(self, count: int) -> Any:
         ids = self._con.execute(
@@ -268,6 +307,33 @@ class StoreIngestMixin(StoreBase):
         ).fetchall()
         return [(str(a), int(b), str(c), str(d)) for a, b, c, d in rows]
 
+    def log_events(
+        self, since: datetime | None = None, until: datetime | None = None
+    ) -> list[LogEventRow]:
+        """Events of the ingested logs in [since, until) (those without a time too), by time."""
+        rows = self._con.execute(
+            "SELECT e.line, e.byte_offset, e.logged_at, e.pid, e.database, e.kind, e.subject, "
+            "e.value, e.message, f.path FROM log_events e JOIN log_files f USING (file_id) "
+            "WHERE ($1 IS NULL OR e.logged_at >= $1) AND ($2 IS NULL OR e.logged_at < $2) "
+            "ORDER BY e.logged_at NULLS FIRST, e.file_id, e.byte_offset",
+            [_naive(since), _naive(until)],
+        ).fetchall()
+        return [
+            LogEventRow(
+                line,
+                offset,
+                from_utc_naive(at) if at else None,
+                pid,
+                db,
+                kind,
+                subject,
+                value,
+                message,
+                path,
+            )
+            for line, offset, at, pid, db, kind, subject, value, message, path in rows
+        ]
+
     def interrupted_runs(self, label_prefix: str) -> list[int]:
         """Runs still 'running': with the store open for writing, nobody else is writing them."""
         rows = self._con.execute(
@@ -289,8 +355,9 @@ class StoreIngestMixin(StoreBase):
         """Observations of log targets in [since, until), in time order, with pid and queryid."""
         columns = ", ".join(f"o.{c}" for c in OBSERVATION_COLUMNS)
         rows = self._con.execute(
-            f"SELECT {columns}, t.name, e.pid, e.database, e.queryid FROM observations o "
-            "JOIN targets t USING (target_id) LEFT JOIN log_entries e USING (observation_id) "
+            f"SELECT {columns}, t.name, e.pid, e.database, e.queryid, e.settings, e.line, f.path "
+            "FROM observations o JOIN targets t USING (target_id) "
+            "LEFT JOIN log_entries e USING (observation_id) LEFT JOIN log_files f USING (file_id) "
             "WHERE t.source = 'log' AND ($1 IS NULL OR o.collected_at >= $1) "
             "AND ($2 IS NULL OR o.collected_at < $2) AND ($3 IS NULL OR o.query_key = $3) "
             "AND ($4 IS NULL OR t.name = $4) ORDER BY o.collected_at, o.observation_id",

@@ -25,6 +25,7 @@ from itertools import pairwise
 from detector.errors import PlanshiftError
 from detector.store import PgssSnapshotRow, Store
 from detector.store_ingest import LogObservationRow
+from detector.timeline_causes import FlipCause, flip_causes, plan_names, version_changes
 
 MAX_SEGMENTS = 12
 BUCKETS = 12
@@ -86,6 +87,7 @@ class QueryTimeline:
     observations: int
     pgss: list[PgssDelta] = field(default_factory=list)
     switches: list[PlanCacheSwitch] = field(default_factory=list)
+    causes: list[list[FlipCause]] = field(default_factory=list)  # per flip, in `flips` order
 
     @property
     def flips(self) -> list[tuple[Segment, Segment]]:
@@ -104,12 +106,13 @@ class QueryTimeline:
         """Per segment index, the lines to show before it: plan-cache switch, flip."""
         lines: dict[int, list[str]] = {}
         switches = {id(s.after): s for s in self.switches}
-        flips = {id(b): a for a, b in self.flips}
+        flips = {id(b): (a, n) for n, (a, b) in enumerate(self.flips)}
         for index, segment in enumerate(self.segments):
             if switch := switches.get(id(segment)):
                 lines.setdefault(index, []).append(f"  >> {switch.label} at {clock(segment.start)}")
-            if (before := flips.get(id(segment))) is not None:
-                lines.setdefault(index, []).append(_flip_line(before, segment))
+            if (flip := flips.get(id(segment))) is not None:
+                causes = self.causes[flip[1]] if flip[1] < len(self.causes) else []
+                lines.setdefault(index, []).append(_flip_line(flip[0], segment, causes))
         return lines
 
 
@@ -121,7 +124,7 @@ def clock(moment: datetime) -> str:
     return moment.strftime("%Y-%m-%d %H:%M:%S.%f")[:-3]
 
 
-def _flip_line(before: Segment, after: Segment) -> str:
+def _flip_line(before: Segment, after: Segment, causes: Sequence[FlipCause] = ()) -> str:
     ratio = ""
     if before.median_ms and after.median_ms:
         factor = after.median_ms / before.median_ms
@@ -130,6 +133,7 @@ def _flip_line(before: Segment, after: Segment) -> str:
         f"  >> FLIP at {clock(after.start)}: median {ms_text(before.median_ms)} -> "
         f"{ms_text(after.median_ms)} ms{ratio}, cost {before.median_cost:.1f} -> "
         f"{after.median_cost:.1f}"
+        + ("; after: " + "; ".join(cause.label() for cause in causes) if causes else "")
     )
 
 
@@ -249,24 +253,38 @@ def build_timeline(
     rows = [row for group in grouped.values() for row in group]
     signatures: dict[str, str] = {}
     generic: dict[str, bool] = {}
+    names: dict[str, set[str]] = {}
     for fingerprint in {row.row.fingerprint for row in rows}:
         signatures[fingerprint] = store.plan_record(fingerprint).signature
-        generic[fingerprint] = store.plan(fingerprint).generic
+        plan = store.plan(fingerprint)
+        generic[fingerprint], names[fingerprint] = plan.generic, plan_names(plan)
+    events = store.log_events(None, until)
+    new_versions = version_changes(events)
     timelines = []
     for query_key, query_rows in grouped.items():
         segments, bucketed = segments_of(query_rows, signatures, generic)
         record = queries.get(query_key)
-        timelines.append(
-            QueryTimeline(
-                query_key=query_key,
-                name=record.name if record else query_key,
-                queryids={r.queryid for r in query_rows if r.queryid is not None},
-                segments=segments,
-                bucketed=bucketed,
-                observations=len(query_rows),
-                switches=plan_cache_switches(segments, query_rows, generic),
-            )
+        timeline = QueryTimeline(
+            query_key=query_key,
+            name=record.name if record else query_key,
+            queryids={r.queryid for r in query_rows if r.queryid is not None},
+            segments=segments,
+            bucketed=bucketed,
+            observations=len(query_rows),
+            switches=plan_cache_switches(segments, query_rows, generic),
         )
+        timeline.causes = [
+            flip_causes(
+                events,
+                new_versions,
+                query_rows,
+                before.start,
+                after.start,
+                names[before.fingerprint] | names[after.fingerprint],
+            )
+            for before, after in timeline.flips
+        ]
+        timelines.append(timeline)
     timelines.sort(key=lambda t: (-len(t.flips), -t.observations, t.name))
     return timelines
 

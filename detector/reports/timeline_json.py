@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from detector.timeline import PgssDelta, QueryTimeline, Segment
+from detector.timeline_causes import FlipCause
 
 FORMAT_VERSION = 1
 
@@ -21,6 +22,10 @@ def timeline_document(timelines: Sequence[QueryTimeline]) -> dict[str, Any]:
                 "observations": timeline.observations,
                 "bucketed": timeline.bucketed,
                 "flips": len(timeline.flips),
+                "flip_causes": [
+                    _flip(after, causes)
+                    for (_, after), causes in zip(timeline.flips, timeline.causes, strict=False)
+                ],
                 "segments": [_segment(segment) for segment in timeline.segments],
                 "pg_stat_statements": [_delta(delta) for delta in timeline.pgss],
             }
@@ -40,6 +45,23 @@ def _segment(segment: Segment) -> dict[str, Any]:
         "p90_ms": segment.p90_ms,
         "median_cost": segment.median_cost,
         "share": segment.share,
+    }
+
+
+def _flip(after: Segment, causes: Sequence[FlipCause]) -> dict[str, Any]:
+    return {
+        "at": after.start.isoformat(),
+        "fingerprint": after.fingerprint,
+        "causes": [
+            {
+                "kind": cause.kind,
+                "text": cause.text,
+                "at": cause.at.isoformat(),
+                "path": cause.path,
+                "line": cause.line,
+            }
+            for cause in causes
+        ],
     }
 
 
