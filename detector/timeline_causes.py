@@ -10,9 +10,10 @@ DDL/maintenance statement on a table (or index) one of the two plans reads (or o
 from __future__ import annotations
 
 import re
+from bisect import bisect_right
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import PurePath
 
 from detector.model import Plan
@@ -24,6 +25,7 @@ PLANNER_SETTING = re.compile(
     r"|constraint_exclusion|cursor_tuple_fraction|max_parallel_workers\w*|min_parallel_\w+"
     r"|parallel_\w+|search_path|recursive_worktable_factor|random_page_cost|seq_page_cost"
 )
+_NO_TIME = datetime.min.replace(tzinfo=UTC)
 _PAIR = re.compile(r"(\w+) = '((?:[^']|'')*)'")
 
 
@@ -86,12 +88,12 @@ def event_cause(
     flip_at: datetime,
     names: set[str],
 ) -> FlipCause | None:
-    """The latest event in (start, flip_at] that can explain a flip of plans reading `names`."""
-    for index in range(len(events) - 1, -1, -1):
+    """The latest event in (start, flip_at] that can explain a flip of plans reading `names`
+    (`events` in time order, those without a time first)."""
+    end = bisect_right(events, flip_at, key=lambda event: event.logged_at or _NO_TIME)
+    for index in range(end - 1, -1, -1):
         event = events[index]
-        if event.logged_at is None or event.logged_at > flip_at:
-            continue
-        if event.logged_at <= start:
+        if event.logged_at is None or event.logged_at <= start:
             return None
         if _explains(event, names, index in new_versions):
             return FlipCause(event.kind, event.message, event.logged_at, event.path, event.line)
