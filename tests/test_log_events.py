@@ -205,3 +205,15 @@ def test_timeline_without_events_names_no_cause(tmp_path: Path) -> None:
     assert len(timeline.flips) == 1 and timeline.causes == [[]]
     (line,) = [line for lines in timeline.transition_lines().values() for line in lines]
     assert "after:" not in line
+
+
+def test_a_change_of_the_plans_settings_alone_is_named(tmp_path: Path) -> None:
+    store = tmp_path / "s.duckdb"
+    ingest(store, EVENTS / "pg.json")
+    with Store(store) as db:
+        db._con.execute("DELETE FROM log_events")
+    with Store(store, read_only=True) as db:
+        (timeline,) = build_timeline(db, query="items")
+    ((cause,),) = timeline.causes
+    assert cause.kind == "plan-settings" and cause.at == timeline.segments[1].start
+    assert cause.text == "plan Settings: random_page_cost default -> 60"
