@@ -117,7 +117,7 @@ def print_report(report: FileReport, console: Console) -> None:
     where = "" if report.resumed_at_line is None else f", resumed at line {report.resumed_at_line}"
     console.print(
         f"{report.path}: {kind}{where}: {report.messages} messages, {report.plans} plans stored, "
-        f"{report.problem_count} problems",
+        f"{report.events} events (settings, starts, autovacuum, DDL), {report.problem_count} problems",
         markup=False,
         highlight=False,
     )
