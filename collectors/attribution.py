@@ -153,13 +153,17 @@ def _plan_of(
 def first_difference(
     sides: Sequence[Planned], fingerprints: Mapping[tuple[str, int], str]
 ) -> list[tuple[Planned, Planned, int]]:
-    """(baseline, candidate, sample index) for every ordered pair of sides whose plans differ,
-    at the first sample where they do."""
+    """(baseline, candidate, sample index) for every ordered pair of sides a comparison would
+    set against each other (the variants of one server, or one variant on two servers) whose
+    plans differ, at the first sample where they do."""
     found = []
     indices = sorted({index for _, index in fingerprints})
     for baseline in sides:
         for candidate in sides:
-            if baseline is candidate:
+            comparable = baseline.connection is candidate.connection or (
+                baseline.gucs == candidate.gucs
+            )
+            if baseline is candidate or not comparable:
                 continue
             for index in indices:
                 before = fingerprints.get((baseline.name, index))
