@@ -298,26 +298,31 @@ def _attribute_flips(
     plans = {(by_target[o.target_id], o.sample_index): fingerprint(o.plan) for o in observations}
     params = {o.sample_index: json.loads(o.params) for o in observations}
     for baseline, candidate, index in first_difference(sides, plans):
-        found = attribute(
-            baseline,
-            candidate,
-            query.sql,
-            params[index] if query.placeholders else None,
-            plans[(baseline.name, index)],
-            index,
-            options.statement_timeout,
-        )
-        info = found.as_info()
-        if found.restores:
-            samples = [params[i] if query.placeholders else None for i in sorted(params)]
-            info["counterfactual"] = counterfactual(
-                found,
+        try:
+            found = attribute(
+                baseline,
                 candidate,
                 query.sql,
-                samples[:COUNTERFACTUAL_SAMPLES],
+                params[index] if query.placeholders else None,
                 plans[(baseline.name, index)],
+                index,
                 options.statement_timeout,
             )
+            info = found.as_info()
+            if found.restores:
+                samples = [params[i] if query.placeholders else None for i in sorted(params)]
+                info["counterfactual"] = counterfactual(
+                    found,
+                    candidate,
+                    query.sql,
+                    samples[:COUNTERFACTUAL_SAMPLES],
+                    plans[(baseline.name, index)],
+                    options.statement_timeout,
+                )
+        except (
+            psycopg.Error
+        ) as exc:  # the measurements stand; say why the test of the cause did not
+            info = {"error": str(exc).strip()}
         store.file_target_info(
             by_name[candidate.name].target_id,
             "attribution",

@@ -170,6 +170,8 @@ def _tested_text(
     tested: Mapping[str, Any], changes: list[SettingChange], version: str | None
 ) -> str:
     """What re-planning the candidate with the baseline's settings showed."""
+    if tested.get("error"):
+        return f"the re-planning that tests the cause failed on the candidate ({tested['error']})"
     restores = [str(name) for name in tested.get("restores") or ()]
     bystanders = [str(n) for n in tested.get("tested") or () if n not in restores]
     by_name = {c.name: c for c in changes}

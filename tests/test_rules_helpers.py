@@ -275,3 +275,19 @@ def test_a_setting_a_version_does_not_have_is_not_available_not_default() -> Non
     assert default_of("io_method", 180006) is None or default_of("io_method", 180006) != "n/a"
     change = SettingChange("io_method", None, "worker", "i/o", "n/a")
     assert change.text() == "io_method n/a (no such setting) -> worker"
+
+
+def test_settings_explain_flip_says_when_the_test_of_the_cause_failed() -> None:
+    from rules.settings import _tested_text
+
+    text = _tested_text({"error": "canceling statement due to statement timeout"}, [], None)
+    assert text == (
+        "the re-planning that tests the cause failed on the candidate "
+        "(canceling statement due to statement timeout)"
+    )
+    assert _tested_text(
+        {"tested": ["work_mem"], "restores": []}, [], "PostgreSQL 15.18 -> 17.10"
+    ) == (
+        "not the settings: with work_mem set back the candidate keeps its plan; "
+        "the planner of PostgreSQL 15.18 -> 17.10"
+    )
