@@ -21,7 +21,7 @@ from detector.model import fingerprint, parse_plan
 
 PLAN_ONLY = "EXPLAIN (FORMAT JSON) "
 MEASURED = "EXPLAIN (ANALYZE, TIMING OFF, FORMAT JSON) "
-MAX_COMBINED = 4  # settings tried together at most (2^4 - 1 re-plans at worst)
+MAX_COMBINED = 4  # combinations tried up to this size; beyond it, all settings at once
 
 
 class Planned(Protocol):
@@ -71,6 +71,10 @@ def attribute(
         if found:
             restores = found[0]
             break
+    everything = tuple(sorted(reverts))
+    if not restores and len(everything) > MAX_COMBINED:
+        if _plan_of(candidate, sql, params, reverts, timeout) == baseline_fingerprint:
+            restores = everything
     return Attribution(
         baseline.name, candidate.name, sample_index, tuple(sorted(reverts)), restores, reverts
     )
