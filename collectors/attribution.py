@@ -72,9 +72,12 @@ def attribute(
             restores = found[0]
             break
     everything = tuple(sorted(reverts))
-    if not restores and len(everything) > MAX_COMBINED:
-        if _plan_of(candidate, sql, params, reverts, timeout) == baseline_fingerprint:
-            restores = everything
+    if (
+        not restores
+        and len(everything) > MAX_COMBINED
+        and _plan_of(candidate, sql, params, reverts, timeout) == baseline_fingerprint
+    ):
+        restores = everything
     return Attribution(
         baseline.name, candidate.name, sample_index, tuple(sorted(reverts)), restores, reverts
     )
