@@ -27,7 +27,13 @@ from tests.report_store import COMMITTED, fixed_store
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "reports"
 STORE = fixed_store()
 GOLDEN = FIXTURES / "golden"
-SCHEMA = Path(__file__).resolve().parent.parent / "detector" / "reports" / "schema" / "report-v1.schema.json"
+SCHEMA = (
+    Path(__file__).resolve().parent.parent
+    / "detector"
+    / "reports"
+    / "schema"
+    / "report-v1.schema.json"
+)
 UPDATE = os.environ.get("PLANSHIFT_UPDATE_GOLDEN") == "1"
 PAIRS = {"gate": ("current", "proposed"), "forced": ("indexscan", "seqscan")}
 EXTENSIONS = {"json": "json", "markdown": "md", "junit": "xml", "github": "txt"}
@@ -128,11 +134,17 @@ def test_junit_is_valid_and_fails_only_at_or_above_fail_on(
     assert "point_select" not in by_gate[Severity.WARNING]  # an improvement is info
 
 
-def test_markdown_links_every_table_row_to_its_details(results: dict[str, ComparisonResult]) -> None:
+def test_markdown_links_every_table_row_to_its_details(
+    results: dict[str, ComparisonResult],
+) -> None:
     text = render("markdown", results["gate"])
     assert text.startswith("<!-- planshift-report -->\n")
-    links = {line.split("](#")[1].split(")")[0] for line in text.splitlines() if "](#planshift-" in line}
-    anchors = {line.split('name="')[1].split('"')[0] for line in text.splitlines() if '<a name="' in line}
+    links = {
+        line.split("](#")[1].split(")")[0] for line in text.splitlines() if "](#planshift-" in line
+    }
+    anchors = {
+        line.split('name="')[1].split('"')[0] for line in text.splitlines() if '<a name="' in line
+    }
     assert links and links == anchors
     assert text.count("<details>") == text.count("</details>") == len(anchors)
 
@@ -144,3 +156,22 @@ def test_github_annotations_are_one_line_each(results: dict[str, ComparisonResul
     errors = [line for line in commands if line.startswith("::error ")]
     assert len(errors) == sum(f.severity is Severity.ERROR for f in results["gate"].findings)
     assert all("::" in line[2:] and "\n" not in line for line in commands)
+
+
+def test_html_and_markdown_lead_with_what_matters(results: dict[str, ComparisonResult]) -> None:
+    """Queries by their worst finding, then workload impact: errors first, unchanged last."""
+    import re
+
+    from detector.reports.common import by_importance, worst_severities
+    from detector.reports.html import render_html
+    from detector.reports.html_query import anchor
+
+    result = results["gate"]
+    order = by_importance(result)
+    worst = worst_severities(result)
+    ranks = [worst[i].rank if i in worst else -1 for i in order]
+    assert ranks == sorted(ranks, reverse=True) and ranks[0] > ranks[-1]
+    page = render_html(result, fail_on=None)
+    shown = re.findall(r'<details class="query" id="([^"]+)"', page)
+    assert shown == [anchor(result.queries[i]) for i in order]
+    assert result.queries[order[0]].timing.verdict.value == "regressed"

@@ -150,6 +150,29 @@ def findings_by_query(result: ComparisonResult) -> tuple[dict[int, list[Finding]
     return owned, orphans
 
 
+def worst_severities(result: ComparisonResult) -> dict[int, Severity]:
+    """The worst finding's severity per index into result.queries (queries with findings)."""
+    owned, _ = findings_by_query(result)
+    return {
+        index: max((f.severity for f in findings), key=lambda s: s.rank)
+        for index, findings in owned.items()
+    }
+
+
+def by_importance(result: ComparisonResult) -> list[int]:
+    """Indices into result.queries, most important first: the worst finding's severity, then
+    the workload impact, then the label (what a reader should look at first)."""
+    worst = worst_severities(result)
+    return sorted(
+        range(len(result.queries)),
+        key=lambda i: (
+            -(worst[i].rank if i in worst else -1),
+            -impact_ms(result.queries[i]),
+            result.queries[i].label,
+        ),
+    )
+
+
 def ranked_findings(
     result: ComparisonResult,
 ) -> list[tuple[float, Finding, QueryComparison | None]]:

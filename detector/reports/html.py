@@ -14,6 +14,7 @@ from detector.reports.census_html import grid_from_sweep, heatmap_svg
 from detector.reports.charts import sweep_chart
 from detector.reports.common import (
     SweepGroup,
+    by_importance,
     condition_text,
     failing_findings,
     findings_by_query,
@@ -197,7 +198,7 @@ def render_html(result: ComparisonResult, *, fail_on: Severity | None) -> str:
     groups = sweep_groups(result)
     sweeps = "".join(_sweep(g, i, result) for i, g in enumerate(groups))
     queries = "".join(
-        query_block(q, owned.get(i, []), f"cdf{i}") for i, q in enumerate(result.queries)
+        query_block(result.queries[i], owned.get(i, []), f"cdf{i}") for i in by_importance(result)
     )
     settings = "; ".join(settings_text(result, "→"))
     nav = '<a href="#summary">Summary</a>' + ('<a href="#sweeps">Sweeps</a>' if groups else "")

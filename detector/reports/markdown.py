@@ -9,18 +9,19 @@ from __future__ import annotations
 
 from detector.model import ComparisonResult, Finding, QueryComparison, Severity, Side, Verdict
 from detector.reports.common import (
+    by_importance,
     condition_lines,
     failing_findings,
     findings_by_query,
     fmt_count,
     fmt_ms,
-    impact_ms,
     is_quiet,
     method_lines,
     settings_text,
     slug,
     verdict_summary,
     version_text,
+    worst_severities,
 )
 from detector.reports.escape import (
     for_html,
@@ -177,13 +178,8 @@ def _finding(finding: Finding) -> str:
 
 def render_markdown(result: ComparisonResult, *, fail_on: Severity | None) -> str:
     owned, orphans = findings_by_query(result)
-    worst: dict[str, Severity] = {}
-    for index, findings in owned.items():
-        top = max((f.severity for f in findings), key=lambda s: s.rank)
-        worst[result.queries[index].label] = top
-    notable = [q for q in result.queries if not is_quiet(q)]
-    rank = {label: severity.rank for label, severity in worst.items()}
-    notable.sort(key=lambda q: (-rank.get(q.label, -1), -impact_ms(q), q.label))
+    worst = {result.queries[i].label: sev for i, sev in worst_severities(result).items()}
+    notable = [result.queries[i] for i in by_importance(result) if not is_quiet(result.queries[i])]
     lines = _headline(result, fail_on)
     if notable:
         lines += _table(notable[:MAX_ROWS], worst)
