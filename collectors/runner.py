@@ -24,7 +24,7 @@ from typing import Any
 
 import psycopg
 
-from collectors.attribution import attribute, counterfactual, first_difference
+from collectors.attribution import PLAN_ONLY, attribute, counterfactual, first_difference
 from collectors.cache import Eviction, prepare_eviction
 from collectors.generic_plans import generic_plan
 from collectors.server_info import describe_server
@@ -259,7 +259,9 @@ def _measure(
         for recorded in passes:
             for side in rotated(sides, index):
                 if recorded and cold and side.eviction is not None:
-                    side.eviction.evict(side.connection, _relations(side, query, params))
+                    side.eviction.evict(
+                        side.connection, _relations(side, query, params, options.statement_timeout)
+                    )
                 try:
                     plan_json, plain_ms, client_ms = _execute(
                         side, query, params, options.statement_timeout, workload.timing
@@ -331,11 +333,11 @@ def _attribute_flips(
         )
 
 
-def _relations(side: Side, query: Query, params: dict[str, Any]) -> list[str]:
+def _relations(side: Side, query: Query, params: dict[str, Any], timeout: str) -> list[str]:
     """The relations the statement's plan for these parameters reads (EXPLAIN, not executed)."""
     bound = params if query.placeholders else None
-    gucs = {"statement_timeout": "60s", **side.gucs}
-    plan_json, _ = one_statement(side.connection, "EXPLAIN (FORMAT JSON) " + query.sql, bound, gucs)
+    gucs = {"statement_timeout": timeout, **side.gucs}
+    plan_json, _ = one_statement(side.connection, PLAN_ONLY + query.sql, bound, gucs)
     plan = parse_plan(str(plan_json))
     return sorted(
         {

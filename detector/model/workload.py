@@ -14,7 +14,12 @@ from typing import Any
 from detector.errors import PlanshiftError
 
 PARAM_KINDS = ("range", "choice", "values", "value")
-TIMING_MODES = ("off", "on", "plain")
+# how a measured execution is timed, and how reports name it
+TIMING_MODES: Mapping[str, str] = {
+    "off": "EXPLAIN ANALYZE, TIMING OFF",
+    "on": "EXPLAIN ANALYZE with per-node timing",
+    "plain": "the bare statement, client-timed",
+}
 CACHE_MODES = ("warm", "cold")
 
 

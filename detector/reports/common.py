@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from detector.model import ComparisonResult, Finding, QueryComparison, Severity, Verdict
+from detector.model.workload import TIMING_MODES
 
 
 def version_text(num: int | None) -> str:
@@ -66,13 +67,6 @@ def is_quiet(query: QueryComparison) -> bool:
     """Same plan and measured unchanged: collapsed or left out of short reports. An
     inconclusive query is shown, with its effect and what would decide it."""
     return not query.plan_changed and query.timing.verdict is Verdict.UNCHANGED
-
-
-TIMING_MODES = {
-    "off": "EXPLAIN ANALYZE, TIMING OFF",
-    "on": "EXPLAIN ANALYZE with per-node timing",
-    "plain": "the bare statement, client-timed",
-}
 
 
 def condition_text(conditions: Mapping[str, Any]) -> str:
