@@ -44,10 +44,10 @@ import duckdb
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-import detector.compare  # noqa: E402
-import detector.pairing  # noqa: E402
-import detector.stats  # noqa: E402
-from detector.compare import CompareOptions, compare_sides  # noqa: E402
+import detector.engine.compare  # noqa: E402
+import detector.engine.pairing  # noqa: E402
+import detector.engine.stats  # noqa: E402
+from detector.engine.compare import CompareOptions, compare_sides  # noqa: E402
 from detector.model import ComparisonResult, Observation, parse_plan  # noqa: E402
 from detector.store import Store  # noqa: E402
 
@@ -56,11 +56,11 @@ PHASE_OF = {  # (module, attribute): phase; time of nested phases is not counted
     (Store, "grouped_samples"): "read",
     (Store, "plan_examples"): "read",
     (Store, "query_texts"): "read",
-    (detector.compare, "pair_sides"): "pairing/build",
-    (detector.compare, "timing_verdicts"): "stats",
-    (detector.stats, "control_false_discoveries"): "BH",
-    (detector.compare, "compared"): "pairing/build",
-    (detector.compare, "apply_rules"): "rules",
+    (detector.engine.compare, "pair_sides"): "pairing/build",
+    (detector.engine.compare, "timing_verdicts"): "stats",
+    (detector.engine.stats, "control_false_discoveries"): "BH",
+    (detector.engine.compare, "compared"): "pairing/build",
+    (detector.engine.compare, "apply_rules"): "rules",
 }
 
 

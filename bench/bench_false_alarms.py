@@ -26,12 +26,12 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from collectors.runner import RunOptions, run_workload  # noqa: E402
-from collectors.targets import open_servers, resolve_target_specs  # noqa: E402
-from detector.compare import CompareOptions, compare_sides, resolve_side  # noqa: E402
+from collectors.servers.targets import open_servers, resolve_target_specs  # noqa: E402
+from detector.engine.compare import CompareOptions, compare_sides, resolve_side  # noqa: E402
+from detector.jobs.workload import load_workload  # noqa: E402
 from detector.model import Verdict  # noqa: E402
 from detector.model.workload import Query  # noqa: E402
 from detector.store import Store  # noqa: E402
-from detector.workload import load_workload  # noqa: E402
 
 EXTRA_WORK = Query(
     name="sum_range_extra_work",

@@ -55,8 +55,8 @@ def child_ingest(store: str, log: str, workers: int) -> None:
     """Run in a fresh process: ingest, then print wall time and peak RSS as JSON."""
     from rich.console import Console
 
-    from collectors.autoexplain_log import IngestOptions
-    from detector.ingest import ingest_logs
+    from collectors.logs.autoexplain import IngestOptions
+    from detector.jobs.ingest import ingest_logs
 
     started = time.perf_counter()
     reports = ingest_logs(

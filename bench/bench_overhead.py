@@ -48,15 +48,15 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from collectors.embedded import EmbeddedCluster  # noqa: E402
-from collectors.installations import Installation, find_installation  # noqa: E402
 from collectors.runner import RunOptions, query_key, run_workload  # noqa: E402
+from collectors.servers.embedded import EmbeddedCluster  # noqa: E402
+from collectors.servers.installations import Installation, find_installation  # noqa: E402
+from collectors.servers.targets import Server  # noqa: E402
 from collectors.session import connect, one_statement  # noqa: E402
-from collectors.targets import Server  # noqa: E402
+from detector.jobs.workload import load_workload  # noqa: E402
 from detector.model import signature  # noqa: E402
 from detector.model.workload import Workload  # noqa: E402
 from detector.store import Store  # noqa: E402
-from detector.workload import load_workload  # noqa: E402
 
 DEBIAN_PGBENCH = Path("/usr/lib/postgresql/15/bin/pgbench")
 MODES = (
@@ -333,7 +333,7 @@ def main(argv: Sequence[str] | None = None) -> None:
 
 
 def run_demo(installation: Installation, tmp: Path, repetitions: int) -> None:
-    demo = load_workload(ROOT / "detector" / "demo_workload.toml")
+    demo = load_workload(ROOT / "detector" / "jobs" / "demo_workload.toml")
     settings = dict(demo.targets[0].settings) if demo.targets else {}
     queries = tuple(demo.query(name) for name in DEMO_QUERIES)
     demo = dataclasses.replace(demo, queries=queries, repetitions=repetitions)

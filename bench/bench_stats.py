@@ -23,7 +23,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from detector.stats import compare_timings_batch
+from detector.engine.stats import compare_timings_batch
 
 
 def make_pairs(queries: int, samples: int, seed: int) -> list[tuple[list[float], list[float]]]:

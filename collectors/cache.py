@@ -18,7 +18,7 @@ from typing import Any
 
 import psycopg
 
-from collectors.targets import Server
+from collectors.servers.targets import Server
 
 # the relations a statement touches, from its plan, with every index on them
 RELATIONS = """

@@ -8,7 +8,7 @@ from typing import Any
 import psycopg
 
 from detector.errors import PlanshiftError
-from detector.workload import statement_count
+from detector.model.statements import statement_count
 
 GENERIC_EXPLAIN = "EXPLAIN (GENERIC_PLAN, SETTINGS, FORMAT JSON) "
 PREPARED_NAME = "planshift_generic"

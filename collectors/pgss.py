@@ -3,7 +3,7 @@
 Columns differ by version (13: total_exec_time, plans; 14: toplevel, pg_stat_statements_info;
 17: shared_blk_read_time instead of blk_read_time): the reader asks the view which columns it
 has. Deltas between snapshots, with resets and evictions, are computed when reading
-(`detector.timeline.pgss_deltas`).
+(`detector.engine.timeline.pgss_deltas`).
 """
 
 from __future__ import annotations
@@ -15,10 +15,10 @@ from typing import Any
 
 import psycopg
 
-from collectors.log_redact import anonymize_sql, redact_passwords
-from collectors.targets import check_conninfo, redact_conninfo, redact_secrets
+from collectors.logs.redact import anonymize_sql, redact_passwords
+from collectors.servers.targets import check_conninfo, redact_conninfo, redact_secrets
 from detector.errors import PlanshiftError
-from detector.store import PgssEntry
+from detector.model.records import PgssEntry
 
 # PgssEntry field -> view columns to try, newest name first
 _COLUMNS: dict[str, tuple[str, ...]] = {

@@ -29,13 +29,13 @@ from collectors.cache import Eviction, prepare_eviction
 from collectors.generic_plans import generic_plan
 from collectors.server_info import describe_server
 from collectors.server_setup import prepare_server
+from collectors.servers.targets import Server
 from collectors.session import connect, one_statement, reset_session
-from collectors.targets import Server
-from detector import __version__
 from detector.errors import PlanshiftError
 from detector.model import Observation, Plan, fingerprint, parse_plan
+from detector.model.sink import RunSink
 from detector.model.workload import Query, Workload
-from detector.store import Store
+from detector.version import __version__
 
 # measured executions skip per-node timing by default: its cost grows with the rows a plan
 # moves, so it would skew a hash join against a nested loop (TIMING = "on" keeps it)
@@ -164,7 +164,7 @@ def _selected(workload: Workload, options: RunOptions) -> list[Query]:
 def run_workload(
     workload: Workload,
     servers: Sequence[Server],
-    store: Store,
+    store: RunSink,
     options: RunOptions,
     progress: ProgressCallback | None = None,
 ) -> int:
@@ -283,7 +283,7 @@ def _measure(
 
 
 def _attribute_flips(
-    store: Store,
+    store: RunSink,
     query: Query,
     key: str,
     point: str | None,

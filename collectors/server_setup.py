@@ -7,10 +7,10 @@ from typing import Any
 
 import psycopg
 
-from collectors.targets import Server
+from collectors.servers.targets import Server
 from detector.errors import PlanshiftError
+from detector.model.statements import setup_relations
 from detector.model.workload import Workload
-from detector.workload import setup_relations
 
 
 def prepare_server(

@@ -19,7 +19,7 @@ import psycopg
 from psycopg import pq
 from psycopg.types.string import TextLoader
 
-from collectors.targets import Server, redact_secrets
+from collectors.servers.targets import Server, redact_secrets
 from detector.errors import PlanshiftError
 
 APPLICATION_NAME = "planshift"

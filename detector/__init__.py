@@ -1,5 +1,64 @@
-"""planshift: PostgreSQL plan-regression detector (the engine)."""
+"""planshift: PostgreSQL plan-regression detector.
+
+The Python API (the CLI is a thin layer over it)::
+
+    from detector import compare_plans
+    result = compare_plans(before_json, after_json, before_ms=[...], after_ms=[...])
+    for finding in result.findings: print(finding.code, finding.message)
+
+    from detector import Store, compare
+    with Store("planshift.duckdb", read_only=True) as store:
+        result = compare(store, "pg15", "pg17")
+
+Names load on first use, so `import detector.model` (what rules and collectors import) stays
+light.
+"""
 
 from __future__ import annotations
 
-__version__ = "0.1.0"
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+from detector.version import __version__
+
+if TYPE_CHECKING:
+    from detector.engine.compare import CompareOptions
+    from detector.engine.plans import compare_plans
+    from detector.engine.store_compare import compare
+    from detector.errors import PlanshiftError
+    from detector.jobs.workload import load_workload
+    from detector.model import ComparisonResult, Finding, QueryComparison
+    from detector.store import Store
+
+_API = {
+    "compare_plans": "detector.engine.plans",
+    "compare": "detector.engine.store_compare",
+    "CompareOptions": "detector.engine.compare",
+    "Store": "detector.store",
+    "load_workload": "detector.jobs.workload",
+    "PlanshiftError": "detector.errors",
+    "ComparisonResult": "detector.model",
+    "Finding": "detector.model",
+    "QueryComparison": "detector.model",
+}
+
+__all__ = [
+    "CompareOptions",
+    "ComparisonResult",
+    "Finding",
+    "PlanshiftError",
+    "QueryComparison",
+    "Store",
+    "__version__",
+    "compare",
+    "compare_plans",
+    "load_workload",
+]
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _API:
+        raise AttributeError(f"module 'detector' has no attribute {name!r}")
+    value = getattr(import_module(_API[name]), name)
+    globals()[name] = value
+    return value

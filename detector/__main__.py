@@ -1,5 +1,5 @@
 from __future__ import annotations
 
-from detector.cli import main
+from detector.cli.app import main
 
 main()

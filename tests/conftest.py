@@ -14,8 +14,8 @@ from psycopg import sql
 # the packages are not necessarily installed into the venv: import them from the checkout
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from collectors.embedded import EmbeddedCluster
-from collectors.installations import Installation, discover, find_installation
+from collectors.servers.embedded import EmbeddedCluster
+from collectors.servers.installations import Installation, discover, find_installation
 from detector.errors import PlanshiftError
 
 INSTALL_HOW = {

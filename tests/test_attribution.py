@@ -6,12 +6,12 @@ from __future__ import annotations
 from pathlib import Path
 
 from collectors.runner import RunOptions, run_workload
-from collectors.targets import open_servers, resolve_target_specs
-from detector.compare import CompareOptions, compare_sides, resolve_side
-from detector.jobs import DEMO_WORKLOAD
+from collectors.servers.targets import open_servers, resolve_target_specs
+from detector.engine.compare import CompareOptions, compare_sides, resolve_side
+from detector.jobs.run import DEMO_WORKLOAD
+from detector.jobs.workload import load_workload
 from detector.reports.json_report import to_document
 from detector.store import Store
-from detector.workload import load_workload
 
 
 def test_of_three_differing_settings_the_one_that_moves_the_plan_is_named(

@@ -8,11 +8,11 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from collectors.embedded import EmbeddedCluster
 from collectors.runner import RunOptions, run_workload
-from collectors.targets import open_servers, resolve_target_specs
+from collectors.servers.embedded import EmbeddedCluster
+from collectors.servers.targets import open_servers, resolve_target_specs
+from detector.jobs.workload import load_workload
 from detector.store import Store
-from detector.workload import load_workload
 from tests.conftest import FreshDb
 
 WORKLOAD = """
@@ -140,7 +140,7 @@ def test_cold_eic_comparison_on_18_names_effective_io_concurrency(tmp_path: Path
     """Seed 001 on PostgreSQL 18: the same sparse bitmap heap scan, effective_io_concurrency
     0 vs 64, cold cache: faster with prefetching, same plan and cost, and the finding says
     which setting did it."""
-    from detector.compare import CompareOptions, compare_sides, resolve_side
+    from detector.engine.compare import CompareOptions, compare_sides, resolve_side
 
     example = (
         Path(__file__).resolve().parent.parent / "examples" / "io-concurrency" / "workload.toml"
@@ -180,8 +180,8 @@ def test_io_time_is_null_when_not_measured(
     the ingest of a log captured without it does the same."""
     from rich.console import Console
 
-    from collectors.autoexplain_log import IngestOptions
-    from detector.ingest import ingest_logs
+    from collectors.logs.autoexplain import IngestOptions
+    from detector.jobs.ingest import ingest_logs
 
     text = WORKLOAD.replace(
         "[setup]", '[variants.on]\n[variants.off]\ntrack_io_timing = "off"\n\n[setup]'
@@ -219,7 +219,7 @@ def test_io_time_is_null_when_not_measured(
 def test_per_target_setup_compares_table_states_interleaved(tmp_path: Path) -> None:
     """Two clusters of one version, one with its table vacuumed after the load and one with
     10% of its rows updated since: the index-only scan reads the heap on the second only."""
-    from detector.compare import CompareOptions, compare_sides, resolve_side
+    from detector.engine.compare import CompareOptions, compare_sides, resolve_side
 
     text = """
 [workload]

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from collectors.embedded import EmbeddedCluster
-from detector.cli import app
+from collectors.servers.embedded import EmbeddedCluster
+from detector.cli.app import app
 from tests.conftest import FreshDb
 
 COMMANDS = sorted(c.name or c.callback.__name__ for c in app.registered_commands if c.callback)

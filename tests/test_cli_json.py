@@ -9,7 +9,7 @@ from typing import Any
 import jsonschema
 import pytest
 
-from collectors.embedded import EmbeddedCluster
+from collectors.servers.embedded import EmbeddedCluster
 from tests.conftest import FreshDb
 from tests.test_cli import WORKLOAD, planshift
 

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import duckdb
 
-from detector.cli import app
+from detector.cli.app import app
+from detector.jobs.workload import load_workload
 from detector.store import Store
-from detector.workload import load_workload
 
 ROOT = Path(__file__).resolve().parent.parent
 README = (ROOT / "README.md").read_text()
@@ -47,7 +47,7 @@ def test_readme_store_tables_exist(tmp_path: Path) -> None:
 
 
 def test_readme_how_it_decides_is_what_the_code_says() -> None:
-    from detector.compare import HOW_IT_DECIDES
+    from detector.engine.compare import HOW_IT_DECIDES
 
     readme = (ROOT / "README.md").read_text()
     start = readme.index("<!-- how-it-decides:")

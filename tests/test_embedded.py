@@ -16,14 +16,14 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from collectors.embedded import (
+from collectors.servers.embedded import (
     DEFAULT_INITDB_OPTIONS,
     EmbeddedCluster,
     process_alive,
     read_pid,
     reap_orphans,
 )
-from collectors.installations import Installation, find_installation
+from collectors.servers.installations import Installation, find_installation
 from detector.errors import PlanshiftError
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -181,8 +181,8 @@ def test_socket_path_too_long(pg15_install: Installation, base_dir: Path) -> Non
 _CRASHING_OWNER = """
 import sys, time
 from pathlib import Path
-from collectors.embedded import EmbeddedCluster
-from collectors.installations import find_installation
+from collectors.servers.embedded import EmbeddedCluster
+from collectors.servers.installations import find_installation
 cluster = EmbeddedCluster(find_installation(15), base_dir=Path(sys.argv[1]))
 cluster.start()
 print(cluster.data_dir, flush=True)
@@ -221,8 +221,8 @@ def test_reap_orphans_leaves_live_clusters(pg15_install: Installation, base_dir:
 _EXITING_OWNER = """
 import sys
 from pathlib import Path
-from collectors.embedded import EmbeddedCluster
-from collectors.installations import find_installation
+from collectors.servers.embedded import EmbeddedCluster
+from collectors.servers.installations import find_installation
 cluster = EmbeddedCluster(find_installation(15), base_dir=Path(sys.argv[1]))
 cluster.start()
 print(cluster.data_dir / "postmaster.pid", flush=True)

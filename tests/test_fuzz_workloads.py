@@ -12,8 +12,8 @@ import duckdb
 import psycopg
 from typer.testing import CliRunner
 
-from collectors.embedded import EmbeddedCluster
-from detector.cli import app
+from collectors.servers.embedded import EmbeddedCluster
+from detector.cli.app import app
 from tests.conftest import FreshDb
 
 CASES = 220

@@ -6,11 +6,11 @@ from pathlib import Path
 
 import pytest
 
-from collectors.embedded import EmbeddedCluster
-from detector.approvals import read_approvals
-from detector.config import load_config, parse_config
+from collectors.servers.embedded import EmbeddedCluster
+from detector.engine.approvals import read_approvals
+from detector.engine.config import load_config, parse_config
 from detector.errors import PlanshiftError
-from detector.gate import parse_rule_option
+from detector.jobs.gate import parse_rule_option
 from tests.conftest import FreshDb
 from tests.test_cli import WORKLOAD as FORCED_PLANS_WORKLOAD
 from tests.test_cli import planshift

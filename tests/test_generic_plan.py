@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from collectors.embedded import EmbeddedCluster
 from collectors.runner import RunOptions, run_workload
-from collectors.targets import open_servers, resolve_target_specs
-from detector.compare import CompareOptions, compare_sides, resolve_side
+from collectors.servers.embedded import EmbeddedCluster
+from collectors.servers.targets import open_servers, resolve_target_specs
+from detector.engine.compare import CompareOptions, compare_sides, resolve_side
+from detector.jobs.workload import load_workload
 from detector.model import Verdict
 from detector.store import Store
-from detector.workload import load_workload
 from tests.conftest import FreshDb
 
 WORKLOAD = """

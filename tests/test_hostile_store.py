@@ -16,7 +16,7 @@ import duckdb
 import pytest
 from typer.testing import CliRunner, Result
 
-from detector.cli import app
+from detector.cli.app import app
 from detector.errors import PlanshiftError
 from detector.store import Store
 

@@ -15,12 +15,12 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from collectors import log_batches
-from collectors.autoexplain_log import IngestOptions, LogIngest
-from collectors.installations import find_installation
-from collectors.log_plans import duration_of
-from collectors.log_prefix import TimeParser
-from detector.cli import app
+from collectors.logs import batches as log_batches
+from collectors.logs.autoexplain import IngestOptions, LogIngest
+from collectors.logs.plans import duration_of
+from collectors.logs.prefix import TimeParser
+from collectors.servers.installations import find_installation
+from detector.cli.app import app
 from detector.errors import PlanshiftError
 from detector.store import OBSERVATION_COLUMNS, Store
 

@@ -11,8 +11,9 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from collectors import autoexplain_log, log_parallel
-from detector.cli import app
+from collectors.logs import autoexplain as autoexplain_log
+from collectors.logs import parallel as log_parallel
+from detector.cli.app import app
 from detector.store import Store
 
 LOGS = Path(__file__).resolve().parent / "fixtures" / "logs"

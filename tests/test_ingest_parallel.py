@@ -14,8 +14,9 @@ from typing import Any
 
 import pytest
 
-from collectors import autoexplain_log, log_parallel
-from collectors.autoexplain_log import IngestOptions, LogIngest
+from collectors.logs import autoexplain as autoexplain_log
+from collectors.logs import parallel as log_parallel
+from collectors.logs.autoexplain import IngestOptions, LogIngest
 from detector.errors import PlanshiftError
 from detector.store import Store
 from tests.test_ingest import live_logs

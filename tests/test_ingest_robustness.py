@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from collectors import log_formats
+from collectors.logs import formats as log_formats
 from detector.store import Store
 from tests.test_ingest import ingest, live_logs, stored
 

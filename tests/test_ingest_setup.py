@@ -6,10 +6,10 @@ import psycopg
 import pytest
 from typer.testing import CliRunner
 
-from collectors.embedded import EmbeddedCluster
-from collectors.installations import find_installation
+from collectors.servers.embedded import EmbeddedCluster
+from collectors.servers.installations import find_installation
 from collectors.setup_check import check_server, config_snippet
-from detector.cli import app
+from detector.cli.app import app
 from detector.errors import PlanshiftError
 from tests.conftest import FreshDb
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from collectors.installations import (
+from collectors.servers.installations import (
     Installation,
     discover,
     find_installation,

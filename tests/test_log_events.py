@@ -12,14 +12,15 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from collectors import autoexplain_log, log_parallel
-from collectors.autoexplain_log import IngestOptions, LogIngest
-from collectors.log_events import event_of, plan_settings
-from detector.cli import app
+from collectors.logs import autoexplain as autoexplain_log
+from collectors.logs import parallel as log_parallel
+from collectors.logs.autoexplain import IngestOptions, LogIngest
+from collectors.logs.events import event_of, plan_settings
+from detector.cli.app import app
+from detector.engine.timeline import build_timeline
+from detector.engine.timeline_causes import event_cause, settings_diff, version_changes
+from detector.model.log_rows import LogEventRow
 from detector.store import Store
-from detector.store_ingest import LogEventRow
-from detector.timeline import build_timeline
-from detector.timeline_causes import event_cause, settings_diff, version_changes
 
 EVENTS = Path(__file__).resolve().parent / "fixtures" / "logs" / "events"
 LOGS = ("pg.log", "pg.csv", "pg.json")

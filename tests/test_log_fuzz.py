@@ -13,7 +13,7 @@ from pathlib import Path
 
 from typer.testing import CliRunner, Result
 
-from detector.cli import app
+from detector.cli.app import app
 from detector.store import Store
 from tests.test_ingest_robustness import consistent
 

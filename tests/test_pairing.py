@@ -9,11 +9,11 @@ from pathlib import Path
 
 import numpy as np
 
+from detector.engine.pairing import SidePair, _windows, aligned, aligned_rows
+from detector.engine.segments import offsets
+from detector.engine.stats_paired import compare_paired_batch, compare_paired_rows
 from detector.model import PlanVariant, Side, parse_plan
 from detector.model.comparison import Samples
-from detector.pairing import SidePair, _windows, aligned, aligned_rows
-from detector.segments import offsets
-from detector.stats_paired import compare_paired_batch, compare_paired_rows
 
 PLAN = Path(__file__).parent / "fixtures" / "plans" / "pg15" / "range_index_scan.json"
 

@@ -9,13 +9,13 @@ import pytest
 from rich.console import Console
 from typer.testing import CliRunner
 
-from collectors.embedded import EmbeddedCluster
-from collectors.installations import find_installation
-from detector.cli import app
+from collectors.servers.embedded import EmbeddedCluster
+from collectors.servers.installations import find_installation
+from detector.cli.app import app
+from detector.engine.timeline import PgssDelta, store_pgss_deltas
 from detector.errors import PlanshiftError
-from detector.ingest import take_snapshot
+from detector.jobs.ingest import take_snapshot
 from detector.store import Store
-from detector.timeline import PgssDelta, store_pgss_deltas
 from tests.conftest import FreshDb
 
 pytestmark = pytest.mark.pg

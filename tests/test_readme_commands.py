@@ -20,7 +20,7 @@ from urllib.parse import quote
 import psycopg
 import pytest
 
-from collectors.embedded import EmbeddedCluster
+from collectors.servers.embedded import EmbeddedCluster
 from tests.conftest import FreshDb
 
 ROOT = Path(__file__).resolve().parents[1]

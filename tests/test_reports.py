@@ -127,8 +127,8 @@ def test_crossings_interpolate_on_log_axes() -> None:
 
 
 def test_findings_of_sweep_points_go_to_their_point() -> None:
-    from detector.compare import CompareOptions
-    from detector.jobs import compare_from_store
+    from detector.engine.compare import CompareOptions
+    from detector.jobs.run import compare_from_store
 
     result = compare_from_store(STORE, "current", "proposed", None, CompareOptions())
     owned, orphans = findings_by_query(result)
@@ -187,7 +187,7 @@ def test_github_escaping() -> None:
 
 
 def test_census_heat_map_page_from_planshift_census() -> None:
-    from detector.census import build_census
+    from detector.engine.census import build_census
     from detector.reports.census_html import grid_from_census, render_census_html
     from detector.store import Store
 
@@ -211,8 +211,8 @@ def test_html_renders_odd_results() -> None:
     """No timings on a side, a sweep with non-numeric points, no findings: still a full page."""
     from dataclasses import replace
 
-    from detector.compare import CompareOptions
-    from detector.jobs import compare_from_store
+    from detector.engine.compare import CompareOptions
+    from detector.jobs.run import compare_from_store
     from detector.reports import render
 
     result = compare_from_store(STORE, "current", "proposed", None, CompareOptions())

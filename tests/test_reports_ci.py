@@ -15,7 +15,7 @@ from types import ModuleType
 
 import pytest
 
-from collectors.installations import find_installation
+from collectors.servers.installations import find_installation
 from detector.errors import PlanshiftError
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -18,8 +18,8 @@ from typing import Any
 import jsonschema
 import pytest
 
-from detector.compare import CompareOptions
-from detector.jobs import compare_from_store
+from detector.engine.compare import CompareOptions
+from detector.jobs.run import compare_from_store
 from detector.model import ComparisonResult, Severity
 from detector.reports import FORMATS, render
 from tests.report_store import COMMITTED, fixed_store

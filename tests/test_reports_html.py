@@ -54,8 +54,8 @@ def screenshot(page: Path, png: Path, width: int = 1280, height: int = 2000) -> 
 
 @pytest.fixture(scope="module")
 def report(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from detector.compare import CompareOptions
-    from detector.jobs import compare_from_store
+    from detector.engine.compare import CompareOptions
+    from detector.jobs.run import compare_from_store
     from detector.model import Severity
     from detector.reports import render
 
@@ -99,7 +99,7 @@ def test_chromium_renders_the_report(report: Path, tmp_path: Path) -> None:
 
 @needs_chromium
 def test_chromium_renders_the_census_page(tmp_path: Path) -> None:
-    from detector.census import build_census
+    from detector.engine.census import build_census
     from detector.reports.census_html import render_census_html
     from detector.store import Store
 

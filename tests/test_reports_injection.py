@@ -21,9 +21,9 @@ from markdown_it import MarkdownIt
 from rich.console import Console
 from typer.testing import CliRunner
 
-from detector.cli import app
-from detector.compare import CompareOptions
-from detector.jobs import census_from_store, compare_from_store
+from detector.cli.app import app
+from detector.engine.compare import CompareOptions
+from detector.jobs.run import census_from_store, compare_from_store
 from detector.model import ComparisonResult, Severity
 from detector.reports import FORMATS, render, render_terminal_text
 from detector.reports.census_html import render_census_html

@@ -2,8 +2,8 @@
 
 A case file gives the two sides of one query: captured plan fixtures (EXPLAIN JSON from a
 real server, tests/fixtures/plans/pg*/*.json) with sample counts, and the measured
-durations. The harness builds the `QueryComparison` the way `detector.compare` does
-(timing statistics from `detector.stats`), runs every rule, and checks that the codes in
+durations. The harness builds the `QueryComparison` the way `detector.engine.compare` does
+(timing statistics from `detector.engine.stats`), runs every rule, and checks that the codes in
 `expect` fire, that the rule under test fires only when expected, and its severity.
 
     description = "PG 15 Index Scan -> PG 17 Bitmap Heap Scan, measured 15% slower"
@@ -41,7 +41,7 @@ from typing import Any
 import pytest
 
 import rules
-from detector import stats
+from detector.engine import stats
 from detector.model import (
     Finding,
     PlanVariant,

@@ -7,12 +7,12 @@ import psycopg
 import pytest
 from psycopg.conninfo import make_conninfo
 
-from collectors.embedded import EmbeddedCluster
 from collectors.runner import RunOptions, plan_count, run_workload
-from collectors.targets import open_servers, redact_conninfo, resolve_target_specs
+from collectors.servers.embedded import EmbeddedCluster
+from collectors.servers.targets import open_servers, redact_conninfo, resolve_target_specs
 from detector.errors import PlanshiftError
+from detector.jobs.workload import load_workload
 from detector.store import Store
-from detector.workload import load_workload
 from tests.conftest import FreshDb
 
 WORKLOAD = """
@@ -187,7 +187,7 @@ def test_plan_count_matches_the_executions_run(
 def test_each_query_point_and_target_keeps_its_own_explain(
     tmp_path: Path, pg15: EmbeddedCluster, fresh_db: FreshDb
 ) -> None:
-    from detector.compare import CompareOptions, compare_sides, resolve_side
+    from detector.engine.compare import CompareOptions, compare_sides, resolve_side
 
     text = (
         WORKLOAD.split("[[queries]]")[0]
@@ -212,7 +212,7 @@ def test_rotation_gives_every_variant_the_first_turn_on_its_server() -> None:
     from collections import Counter
 
     from collectors.runner import Side, rotated
-    from collectors.targets import Server
+    from collectors.servers.targets import Server
 
     servers = [Server("pg15", "", "embedded"), Server("pg18", "", "embedded")]
     sides = [

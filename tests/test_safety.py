@@ -9,14 +9,14 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from collectors.embedded import EmbeddedCluster
 from collectors.runner import RunOptions, run_workload
+from collectors.servers.embedded import EmbeddedCluster
+from collectors.servers.targets import Server, open_servers, resolve_target_specs
 from collectors.session import connect
-from collectors.targets import Server, open_servers, resolve_target_specs
 from detector.errors import PlanshiftError
+from detector.jobs.workload import load_workload
 from detector.model.workload import Query
 from detector.store import Store
-from detector.workload import load_workload
 from tests.conftest import FreshDb
 
 HEAD = """
@@ -299,7 +299,7 @@ def test_counts_on_the_command_line_must_be_positive(
 ) -> None:
     from typer.testing import CliRunner
 
-    from detector.cli import app
+    from detector.cli.app import app
 
     path = tmp_path / "w.toml"
     path.write_text(HEAD + '[[queries]]\nname = "q"\nsql = "SELECT 1"\n')

@@ -16,9 +16,9 @@ import pytest
 from psycopg import sql
 from typer.testing import CliRunner
 
-from collectors.embedded import EmbeddedCluster
-from collectors.targets import redact_secrets
-from detector.cli import app
+from collectors.servers.embedded import EmbeddedCluster
+from collectors.servers.targets import redact_secrets
+from detector.cli.app import app
 from detector.store import Store
 from tests.conftest import FreshDb
 
@@ -269,7 +269,7 @@ def _secret_workload(conninfo_of: Any) -> None:
 
 @pytest.fixture(scope="module")
 def secret_logs(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from collectors.installations import find_installation
+    from collectors.servers.installations import find_installation
     from detector.errors import PlanshiftError
 
     try:

@@ -1,4 +1,4 @@
-"""detector.stats on known distributions: lognormal latencies drawn from seeded generators.
+"""detector.engine.stats on known distributions: lognormal latencies drawn from seeded generators.
 
 Rates are measured over many independent draws and the bounds come from the statistics, not
 from the draws: e.g. a REGRESSED verdict needs a significant upward move, which an A/A pair
@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 from scipy.stats import norm
 
-from detector import stats
+from detector.engine import stats
 from detector.model.comparison import TimingComparison, Verdict
 
 MEDIAN_MS = 2.0

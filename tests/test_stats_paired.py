@@ -6,14 +6,14 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from detector import stats
-from detector.model import Verdict
-from detector.stats_paired import (
+from detector.engine import stats
+from detector.engine.stats_paired import (
     _plan,
     compare_paired,
     compare_paired_batch,
     paired_log_ratios,
 )
+from detector.model import Verdict
 
 
 def varied(rng: np.random.Generator, n: int, effect: float) -> tuple[list[float], list[float]]:
@@ -140,7 +140,7 @@ def test_the_trimmed_test_matches_its_textbook_form() -> None:
     from scipy.stats import mstats, trim_mean
     from scipy.stats import t as student
 
-    from detector.stats_paired import trimmed_t_p
+    from detector.engine.stats_paired import trimmed_t_p
 
     rng = np.random.default_rng(4)
     rows = np.sort(rng.normal(0.05, 0.2, (50, 11)), axis=1)

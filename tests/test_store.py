@@ -26,7 +26,7 @@ from detector.model import (
     signature,
 )
 from detector.store import PgssEntry, Store
-from detector.store_migrations import load_migrations
+from detector.store.migrate import load_migrations
 
 FIXTURES = Path(__file__).parent / "fixtures"
 STORE_PLANS = FIXTURES / "store"
@@ -447,7 +447,7 @@ def test_a_password_is_never_stored(
 
 
 def test_redacted_connection_strings_are_accepted(store: Store) -> None:
-    from collectors.targets import redact_conninfo
+    from collectors.servers.targets import redact_conninfo
 
     run_id = store.begin_run("run", workload_hash=None, tool_version="0.1.0", host="test")
     info = {

@@ -9,8 +9,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from detector import store_groups
 from detector.store import GroupedSamples, Store
+from detector.store import groups as store_groups
 from tests.test_store import new_run, observation
 
 NAMES = sorted(p.stem for p in (Path(__file__).parent / "fixtures" / "store").glob("*.json"))

@@ -16,12 +16,12 @@ from typing import Any
 import psycopg
 import pytest
 
-from collectors.embedded import EmbeddedCluster
-from collectors.log_formats import Position
-from collectors.log_plans import LoggedPlan, read_entry
-from collectors.log_prefix import TimeParser
-from collectors.log_records import make_reader
-from collectors.log_textplan import node_from_label
+from collectors.logs.formats import Position
+from collectors.logs.plans import LoggedPlan, read_entry
+from collectors.logs.prefix import TimeParser
+from collectors.logs.records import make_reader
+from collectors.logs.textplan import node_from_label
+from collectors.servers.embedded import EmbeddedCluster
 from detector.model import fingerprint, signature
 from tests.conftest import FreshDb
 

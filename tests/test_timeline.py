@@ -14,15 +14,15 @@ import pytest
 from rich.console import Console
 from typer.testing import CliRunner
 
-from collectors.installations import find_installation
-from detector.cli import app
-from detector.compare import compare_sides, resolve_side
+from collectors.servers.installations import find_installation
+from detector.cli.app import app
+from detector.engine.compare import compare_sides, resolve_side
+from detector.engine.stats import timing_stats
+from detector.engine.timeline import build_timeline, parse_time, store_pgss_deltas
 from detector.errors import PlanshiftError
-from detector.ingest import take_snapshot
+from detector.jobs.ingest import take_snapshot
 from detector.model import Verdict
-from detector.stats import timing_stats
 from detector.store import Store
-from detector.timeline import build_timeline, parse_time, store_pgss_deltas
 from tests.test_ingest import ingest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "fixtures" / "logs"))

@@ -24,7 +24,7 @@ from typing import Any
 
 import pytest
 
-from collectors.installations import find_installation
+from collectors.servers.installations import find_installation
 from detector.errors import PlanshiftError
 from tests.conftest import INSTALL_HOW
 
@@ -143,7 +143,7 @@ def compare_json(store: Path, baseline: str, candidate: str) -> dict[str, Any]:
 
 
 def test_census_has_every_target_and_point(store: Path, versions: Sequence[str]) -> None:
-    from detector.jobs import census_from_store
+    from detector.jobs.run import census_from_store
 
     (census,) = census_from_store(store, None, "sum_range", [])
     assert census.targets == tuple(versions)
@@ -160,7 +160,7 @@ def test_census_has_every_target_and_point(store: Path, versions: Sequence[str])
 
 
 def test_every_version_switches_to_bitmap_heap_scan(store: Path, versions: Sequence[str]) -> None:
-    from detector.jobs import census_from_store
+    from detector.jobs.run import census_from_store
 
     (census,) = census_from_store(store, None, "sum_range", [])
     switches = {s.target: s for s in census.switches()}

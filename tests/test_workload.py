@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from detector.errors import PlanshiftError
-from detector.workload import load_workload
+from detector.jobs.workload import load_workload
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 

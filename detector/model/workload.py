@@ -1,6 +1,6 @@
 """The workload model: queries with declarative parameter generators, sweeps, variants, targets.
 
-Pure data; `detector.workload.load_workload` reads it from a TOML file.
+Pure data; `detector.jobs.workload.load_workload` reads it from a TOML file.
 """
 
 from __future__ import annotations

@@ -13,12 +13,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from detector import __version__
-from detector.census import QueryCensus
+from detector.engine.census import QueryCensus
 from detector.reports.charts import _figure, _rc, _short, to_svg
 from detector.reports.common import SweepGroup, fmt_tick
 from detector.reports.escape import for_html, for_matplotlib
 from detector.reports.html_assets import CSS
+from detector.version import __version__
 
 
 @dataclass(frozen=True)

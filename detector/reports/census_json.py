@@ -6,7 +6,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from detector.census import QueryCensus
+from detector.engine.census import QueryCensus
 
 FORMAT_VERSION = 1
 

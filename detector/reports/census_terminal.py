@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from rich.console import Console
 from rich.table import Table
 
-from detector.census import QueryCensus
+from detector.engine.census import QueryCensus
 from detector.reports.escape import for_markup, single_line
 
 

@@ -8,7 +8,6 @@ both sides, plan census, findings, and the plan diff).
 
 from __future__ import annotations
 
-from detector import __version__
 from detector.model import ComparisonResult, Severity, Side
 from detector.reports.census_html import grid_from_sweep, heatmap_svg
 from detector.reports.charts import sweep_chart
@@ -33,6 +32,7 @@ from detector.reports.escape import for_html
 from detector.reports.html_assets import CSS, JS
 from detector.reports.html_query import anchor, badge, query_block
 from detector.reports.sweeps import analyze, cost_settings_differ
+from detector.version import __version__
 
 TOP_FINDINGS = 25
 CENSUS_NOTE = (

@@ -5,10 +5,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from detector import __version__
-from detector.census import comparison_switches
+from detector.engine.census import comparison_switches
 from detector.model import ComparisonResult, PlanVariant, QueryComparison, Side, TimingStats
 from detector.reports.common import method_lines
+from detector.version import __version__
 
 FORMAT_VERSION = 1
 

@@ -8,12 +8,38 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
+
+from detector.model.records import RunRecord, TargetRecord
 
 if TYPE_CHECKING:
-    from collectors.installations import Installation
-    from detector.store import RunRecord, TargetRecord
     from rules.base import Rule
+
+
+class Installation(Protocol):
+    """What the servers listing shows of `collectors.servers.installations.Installation`."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def version(self) -> str: ...
+
+    @property
+    def version_num(self) -> int: ...
+
+    @property
+    def origin(self) -> str: ...
+
+    @property
+    def has_auto_explain(self) -> bool: ...
+
+    @property
+    def has_pg_stat_statements(self) -> bool: ...
+
+    @property
+    def bindir(self) -> Path: ...
 
 FORMAT_VERSION = 1
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from detector.timeline import PgssDelta, QueryTimeline, Segment
-from detector.timeline_causes import FlipCause
+from detector.engine.timeline import PgssDelta, QueryTimeline, Segment
+from detector.engine.timeline_causes import FlipCause
 
 FORMAT_VERSION = 1
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from rich.console import Console
 
-from detector.timeline import QueryTimeline, clock, ms_text
+from detector.engine.timeline import QueryTimeline, clock, ms_text
 
 
 def render_timeline(timeline: QueryTimeline, console: Console) -> None:

@@ -20,10 +20,10 @@ import psycopg
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent.parent))
 
-from collectors.embedded import EmbeddedCluster  # noqa: E402
-from collectors.installations import find_installation  # noqa: E402
+from collectors.servers.embedded import EmbeddedCluster  # noqa: E402
+from collectors.servers.installations import find_installation  # noqa: E402
 from detector.errors import PlanshiftError  # noqa: E402
-from detector.workload import load_workload  # noqa: E402
+from detector.jobs.workload import load_workload  # noqa: E402
 
 SHORT = {"Index Scan": "Index", "Bitmap Heap Scan": "Bitmap", "Seq Scan": "parallel Seq"}
 START = 200_001  # one fixed range start; the planner's choice does not depend on it here

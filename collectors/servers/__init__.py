@@ -1,0 +1,1 @@
+"""PostgreSQL installations, embedded clusters and the targets a run measures."""

@@ -1,0 +1,1 @@
+"""The command line: `common` (shared options, errors), one module per command group, `app` at the bottom."""

@@ -1,0 +1,99 @@
+"""The `planshift` command: the Typer app at the bottom, every command module registered on it."""
+
+from __future__ import annotations
+
+import signal
+import sys
+from typing import Annotated, Any
+
+import typer
+from typer.core import TyperGroup, TyperOption
+
+from detector.cli import gate, listing, measure, postmortem
+from detector.cli.common import err, fail, out
+from detector.errors import PlanshiftError
+
+
+class _Commands(TyperGroup):
+    """Every PlanshiftError a command lets through (rule config included) becomes exit 2."""
+
+    def invoke(self, ctx: Any) -> Any:
+        try:
+            return super().invoke(ctx)
+        except PlanshiftError as exc:
+            fail(exc.message, exc.hint)
+
+
+def _flag_type(option: TyperOption, ctx: Any) -> str | None:
+    """Flags take no value: no `<bool>` beside them in --help (typer shows one for every option)."""
+    return None if option.is_flag else _value_type(option, ctx)
+
+
+_value_type = TyperOption.display_type_rich
+setattr(TyperOption, "display_type_rich", _flag_type)  # noqa: B010
+
+app = typer.Typer(
+    cls=_Commands,
+    name="planshift",
+    help="Find PostgreSQL plan regressions across versions and settings before users do.",
+    no_args_is_help=True,
+    add_completion=True,
+    pretty_exceptions_enable=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+
+
+def _version(value: bool) -> None:
+    if value:
+        from detector.version import __version__
+
+        out.print(f"planshift {__version__}", markup=False)
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: Annotated[
+        bool,
+        typer.Option("--version", callback=_version, is_eager=True, help="Print the version."),
+    ] = False,
+) -> None:
+    """Find PostgreSQL plan regressions across versions and settings before users do."""
+
+
+COMMANDS = (
+    measure.run,
+    measure.compare,
+    measure.demo,
+    gate.approve,
+    gate.noise,
+    listing.servers,
+    listing.runs,
+    listing.rules,
+    listing.census,
+    postmortem.ingest,
+    postmortem.snapshot,
+    postmortem.timeline,
+)
+for command in COMMANDS:
+    app.command()(command)
+app.command("setup-check")(postmortem.setup_check)
+
+
+def _terminate(signum: int, frame: object) -> None:
+    raise SystemExit(128 + signum)
+
+
+def main() -> None:
+    signal.signal(signal.SIGTERM, _terminate)
+    try:
+        app(prog_name="planshift")
+    except PlanshiftError as exc:
+        try:
+            fail(exc.message, exc.hint)
+        except typer.Exit as done:
+            sys.exit(done.exit_code)
+    except KeyboardInterrupt:
+        err.print("interrupted: embedded clusters stopped")
+        sys.exit(130)
+

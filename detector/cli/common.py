@@ -1,0 +1,87 @@
+"""What every command shares: consoles, the common options, user errors as `error:`/`hint:` exit 2."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Annotated, Any, NoReturn
+
+import typer
+from rich.console import Console
+from rich.text import Text
+
+from detector.errors import PlanshiftError
+
+
+def console(*, stderr: bool = False, markup: bool = True) -> Console:
+    """Full width when piped (no wrapping at 80 columns, no cells cut with `...`)."""
+    made = Console(stderr=stderr, highlight=False, soft_wrap=False, markup=markup)
+    if not made.is_terminal and "COLUMNS" not in os.environ:
+        made.width = PIPED_WIDTH
+    return made
+
+
+PIPED_WIDTH = 10_000
+out = console()
+err = console(stderr=True)
+# progress lines of jobs quote workload, query and target names: printed as they are
+progress = console(stderr=True, markup=False)
+
+StoreOption = Annotated[
+    Path, typer.Option("--store", "-s", help="DuckDB file holding runs and observations.")
+]
+DEFAULT_STORE = Path("planshift.duckdb")
+DEFAULT_LOCK = Path("planshift.lock")
+ConfigOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--config", help="planshift.toml (default: found in . or its parents, or pyproject.toml)."
+    ),
+]
+FormatOption = Annotated[str, typer.Option("--format", "-f", help="terminal (default) or json.")]
+
+
+def plain(value: object) -> Text:
+    """User text (names, labels, paths) for a table cell: never read as markup."""
+    return Text(str(value))
+
+
+def colored() -> bool:
+    return err.is_terminal and not os.environ.get("NO_COLOR")
+
+
+def fail(message: str, hint: str | None = None) -> NoReturn:
+    # messages quote user input and `planshift[pg17,pg18]`: never read them as rich markup
+    style = colored()
+    err.print(Text.assemble(("error:", "bold red" if style else ""), " ", message))
+    if hint:
+        err.print(Text.assemble(("hint:", "bold" if style else ""), " ", hint))
+    raise typer.Exit(2)
+
+
+def check_format(value: str) -> bool:
+    """True for json, False for terminal; anything else is a usage error."""
+    if value not in ("terminal", "json"):
+        fail(f"unknown format {value!r}", "use --format terminal or json")
+    return value == "json"
+
+
+def print_json(document: Any) -> None:
+    sys.stdout.write(json.dumps(document, indent=2, sort_keys=True, default=str) + "\n")
+
+
+
+@contextmanager
+def user_errors() -> Iterator[None]:
+    try:
+        yield
+    except PlanshiftError as exc:
+        fail(exc.message, exc.hint)
+    except KeyboardInterrupt:
+        err.print("interrupted: embedded clusters stopped, the run is marked failed")
+        raise typer.Exit(130) from None
+

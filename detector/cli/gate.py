@@ -1,0 +1,80 @@
+"""`planshift approve` and `planshift noise` commands: registered on the app of detector.cli.app."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from detector.cli.common import (
+    DEFAULT_STORE,
+    FormatOption,
+    StoreOption,
+    check_format,
+    out,
+    plain,
+    print_json,
+    progress,
+    user_errors,
+)
+
+
+def approve(
+    store: StoreOption = DEFAULT_STORE,
+    target: Annotated[
+        str | None, typer.Option("--target", "-t", help="Whose plans to approve (NAME or NAME@RUN).")
+    ] = None,
+    run_id: Annotated[int | None, typer.Option("--run", help="Run id (default: the latest complete run).")] = None,
+    lock: Annotated[Path, typer.Option("--file", help="Approved-plans file to write.")] = Path("planshift.lock"),
+    update: Annotated[bool, typer.Option("--update", help="Accept changes to an existing file.")] = False,
+) -> None:
+    """Record the plans a target uses now as approved (a lock file to commit and review)."""
+    from detector.jobs.gate import approve as record
+
+    with user_errors():
+        plans, added, removed = record(
+            store_path=store, target=target, run_id=run_id, lock=lock, update=update
+        )
+    out.print(f"{lock}: {plans} approved plans ({added} added, {removed} removed)", markup=False)
+
+
+def noise(
+    workload: Annotated[Path, typer.Argument(help="Workload file (TOML).")],
+    store: StoreOption = DEFAULT_STORE,
+    target: Annotated[str | None, typer.Option("--target", "-t", help="Server to calibrate.")] = None,
+    variant: Annotated[str | None, typer.Option(help="Variant to run twice (default: the first).")] = None,
+    repetitions: Annotated[int | None, typer.Option(help="Measured executions per query and side.")] = None,
+    pg_bin: Annotated[list[Path] | None, typer.Option("--pg-bin", help="PostgreSQL bin directory.")] = None,
+    output_format: FormatOption = "terminal",
+) -> None:
+    """A/A calibration: run one variant twice, interleaved; compare uses the noise floors."""
+    from rich.table import Table
+
+    from detector.engine.pairing import point_order
+    from detector.jobs.gate import run_noise
+
+    def label_order(label: str) -> tuple[str, tuple[int, float, str]]:
+        name, _, point = label.partition(" [")
+        return (name, point_order(point.rstrip("]") or None))
+
+    as_json = check_format(output_format)
+    with user_errors():
+        run_id, floors = run_noise(
+            workload_path=workload,
+            store_path=store,
+            target=target,
+            variant=variant,
+            repetitions=repetitions,
+            pg_bins=pg_bin or [],
+            console=progress,
+        )
+    if as_json:
+        from detector.reports.listing_json import noise_document
+
+        print_json(noise_document(run_id, floors))
+        return
+    table = Table("query", "noise floor", title=f"A/A run {run_id}: spread of the median ratio")
+    for label, floor in sorted(floors.items(), key=lambda kv: label_order(kv[0])):
+        table.add_row(plain(label), f"{floor:.1%}")
+    out.print(table)

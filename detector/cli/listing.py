@@ -1,0 +1,161 @@
+"""`planshift servers/runs/rules/census`: what there is, as tables or JSON (`--format json`)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from detector.cli.common import (
+    DEFAULT_STORE,
+    FormatOption,
+    StoreOption,
+    check_format,
+    err,
+    fail,
+    out,
+    plain,
+    print_json,
+    user_errors,
+)
+from detector.errors import PlanshiftError
+
+
+def servers(
+    pg_bin: Annotated[
+        list[Path] | None, typer.Option("--pg-bin", help="Also consider this bin directory.")
+    ] = None,
+    output_format: FormatOption = "terminal",
+) -> None:
+    """List the PostgreSQL installations planshift can start embedded clusters from."""
+    from rich.table import Table
+
+    from collectors.servers.installations import discover
+    from detector.reports.listing_json import servers_document
+
+    as_json = check_format(output_format)
+    with user_errors():
+        found = discover(pg_bin or [])
+    if as_json:
+        print_json(servers_document(found))
+        return
+    if not found:
+        fail(
+            "no PostgreSQL installation found",
+            "apt-get install postgresql-15, or pip install 'planshift[pg17,pg18]'",
+        )
+    table = Table(
+        "name", "version", "origin", "auto_explain", "pg_stat_statements", "bin directory"
+    )
+    for inst in found:
+        table.add_row(
+            inst.name,
+            inst.version,
+            inst.origin,
+            "yes" if inst.has_auto_explain else "no",
+            "yes" if inst.has_pg_stat_statements else "no",
+            plain(inst.bindir),
+        )
+    out.print(table)
+
+
+def runs(store: StoreOption = DEFAULT_STORE, output_format: FormatOption = "terminal") -> None:
+    """List the runs in the store with their targets."""
+    from rich.table import Table
+
+    from detector.reports.listing_json import runs_document
+    from detector.store import Store
+
+    as_json = check_format(output_format)
+    with user_errors(), Store(store, read_only=True) as db:
+        records, targets = db.runs(), db.targets()
+    if as_json:
+        print_json(runs_document(records, targets))
+        return
+    table = Table("run", "label", "started", "status", "targets")
+    for record in records:
+        names = ", ".join(t.name for t in targets if t.run_id == record.run_id)
+        table.add_row(
+            str(record.run_id),
+            plain(record.label),
+            str(record.started_at)[:19],
+            record.status,
+            plain(names),
+        )
+    out.print(table)
+    for record in records:
+        if record.note:
+            out.print(f"run {record.run_id}: {record.note}", markup=False)
+
+
+def rules(
+    code: Annotated[str | None, typer.Argument(help="Rule code or name.")] = None,
+    output_format: FormatOption = "terminal",
+) -> None:
+    """List the rule catalog, or print one rule's documentation."""
+    from rich.table import Table
+
+    from detector.reports.listing_json import rules_document
+    from rules import all_rules, get_rule
+
+    as_json = check_format(output_format)
+    if code is None:
+        catalog = list(all_rules())
+        if as_json:
+            print_json(rules_document(catalog))
+            return
+        table = Table("code", "name", "severity", "summary")
+        for rule in catalog:
+            table.add_row(rule.code, rule.name, rule.severity.value, rule.summary)
+        out.print(table)
+        return
+    try:
+        rule = get_rule(code)
+    except PlanshiftError as exc:
+        fail(exc.message, exc.hint or "`planshift rules` lists the catalog")
+    if as_json:
+        print_json(rules_document([rule]))
+        return
+    out.print(
+        f"[bold]{rule.code} {rule.name}[/] (family {rule.family}, default severity {rule.severity.value})"
+    )
+    out.print(rule.doc, markup=False)
+    if rule.options:
+        out.print(
+            "options: " + ", ".join(f"{k} = {v!r}" for k, v in rule.options.items()), markup=False
+        )
+
+
+def census(
+    store: StoreOption = DEFAULT_STORE,
+    run_id: Annotated[
+        int | None, typer.Option("--run", help="Run id (default: the latest complete run).")
+    ] = None,
+    query: Annotated[str | None, typer.Option("--query", "-q", help="Only this query.")] = None,
+    target: Annotated[
+        list[str] | None, typer.Option("--target", "-t", help="Only these targets. Repeatable.")
+    ] = None,
+    output: Annotated[
+        Path | None,
+        typer.Option("--output", "-o", help="Also write an HTML heat map (self-contained)."),
+    ] = None,
+    output_format: FormatOption = "terminal",
+) -> None:
+    """Plan-shape census: samples per plan shape for every target and sweep point, and switch points."""
+    from detector.jobs.run import census_from_store
+    from detector.reports.census_json import census_document
+    from detector.reports.census_terminal import render_census
+
+    as_json = check_format(output_format)
+    with user_errors():
+        censuses = census_from_store(store, run_id, query, target or [])
+    if as_json:
+        print_json(census_document(censuses))
+    else:
+        render_census(censuses, out)
+    if output is not None:
+        from detector.reports.census_html import render_census_html
+
+        output.write_text(render_census_html(censuses))
+        err.print(f"heat map written to {output}", markup=False)

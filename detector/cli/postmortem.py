@@ -1,0 +1,139 @@
+"""`planshift ingest/snapshot/timeline/setup-check` commands: registered on the app of detector.cli.app."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from detector.cli.common import (
+    DEFAULT_STORE,
+    FormatOption,
+    StoreOption,
+    check_format,
+    out,
+    print_json,
+    user_errors,
+)
+
+AnonymizeOption = Annotated[
+    bool,
+    typer.Option(
+        "--anonymize",
+        help="Store no literals: SQL normalized, no parameter values, plan constants masked.",
+    ),
+]
+
+# -- postmortem: auto_explain logs, pg_stat_statements snapshots, timeline, setup check ----
+
+
+def ingest(
+    logs: Annotated[
+        list[Path], typer.Argument(help="Server log files (stderr, csvlog, jsonlog; plain or .gz).")
+    ],
+    store: StoreOption = DEFAULT_STORE,
+    source: Annotated[
+        str, typer.Option("--source", help="Name of the log target (e.g. the server).")
+    ] = "log",
+    log_line_prefix: Annotated[
+        str | None,
+        typer.Option(
+            help="The server's log_line_prefix (stderr logs); default: guess common ones."
+        ),
+    ] = None,
+    log_format: Annotated[
+        str | None, typer.Option("--format", help="stderr, csvlog or jsonlog (default: detect).")
+    ] = None,
+    log_timezone: Annotated[
+        str | None, typer.Option(help="Zone for timestamps with abbreviations like CET.")
+    ] = None,
+    jobs: Annotated[
+        int | None,
+        typer.Option(
+            "--jobs", "-j", min=1, help="Processes parsing logs over 32 MB (default: one per core)."
+        ),
+    ] = None,
+    anonymize: AnonymizeOption = False,
+) -> None:
+    """Store the auto_explain plans of server logs as observations (resumable, idempotent)."""
+    from collectors.logs.autoexplain import IngestOptions
+    from detector.jobs.ingest import ingest_logs
+
+    options = IngestOptions(
+        log_line_prefix=log_line_prefix,
+        log_format=log_format,
+        log_timezone=log_timezone,
+        anonymize=anonymize,
+    )
+    if jobs is not None:
+        options = replace(options, workers=jobs)
+    with user_errors():
+        reports = ingest_logs(
+            store_path=store, files=logs, source=source, options=options, console=out
+        )
+    plans = sum(report.plans for report in reports)
+    problems = sum(report.problem_count for report in reports)
+    out.print(f"{plans} plans from {len(reports)} files stored in {store}; {problems} problems")
+
+
+def snapshot(
+    target: Annotated[str, typer.Option("--target", "-t", help="DSN of the server to read.")],
+    store: StoreOption = DEFAULT_STORE,
+    name: Annotated[
+        str | None, typer.Option(help="Name of the server in the store (default: host/dbname).")
+    ] = None,
+    anonymize: AnonymizeOption = False,
+) -> None:
+    """Store one snapshot of pg_stat_statements (run it periodically, e.g. from cron)."""
+    from detector.jobs.ingest import take_snapshot
+
+    with user_errors():
+        take_snapshot(store_path=store, dsn=target, name=name, console=out, anonymize=anonymize)
+
+
+def timeline(
+    store: StoreOption = DEFAULT_STORE,
+    query: Annotated[
+        str | None, typer.Option("--query", "-q", help="Query key (or its prefix) or name.")
+    ] = None,
+    since: Annotated[
+        str | None, typer.Option(help="From this time (2026-11-22T14:00, or 14:00 UTC).")
+    ] = None,
+    until: Annotated[str | None, typer.Option(help="Until this time (excluded).")] = None,
+    source: Annotated[str | None, typer.Option(help="Only this log source.")] = None,
+    limit: Annotated[int, typer.Option(help="Show at most this many queries.")] = 20,
+    output_format: FormatOption = "terminal",
+) -> None:
+    """Plan fingerprints of each logged query over time: flips marked, pgss deltas around them."""
+    import io
+
+    from rich.console import Console
+
+    from detector.jobs.ingest import show_timeline
+    from detector.reports.timeline_json import timeline_document
+
+    as_json = check_format(output_format)
+    with user_errors():
+        timelines = show_timeline(
+            store_path=store,
+            query=query,
+            since=since,
+            until=until,
+            source=source,
+            limit=limit,
+            console=Console(file=io.StringIO()) if as_json else out,
+        )
+    if as_json:
+        print_json(timeline_document(timelines[:limit]))
+
+
+def setup_check(
+    target: Annotated[str, typer.Option("--target", "-t", help="DSN of the server to check.")],
+) -> None:
+    """Report auto_explain / pg_stat_statements settings and the ones planshift recommends."""
+    from detector.jobs.ingest import setup_check as run_check
+
+    with user_errors():
+        run_check(dsn=target, console=out)

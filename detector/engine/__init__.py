@@ -1,0 +1,1 @@
+"""Analysis over stored data: sides, pairing, statistics, comparison, noise, census, timeline."""

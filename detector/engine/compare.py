@@ -1,0 +1,407 @@
+"""Pair two sides of stored runs query by query, compute statistics, apply the rules."""
+
+from __future__ import annotations
+
+import gc
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from detector.engine import stats, stats_paired
+from detector.engine.approvals import approval_key
+from detector.engine.config import Suppression
+from detector.engine.pairing import SidePair, aligned_rows, pair_sides
+from detector.engine.pairing import aligned as aligned  # re-exported: bench/ imports it from here
+from detector.engine.windows import is_window, window_pairs, window_side
+from detector.errors import PlanshiftError
+from detector.model import (
+    ComparisonResult,
+    Finding,
+    QueryComparison,
+    TimingComparison,
+    Verdict,
+)
+from detector.model.bulk import builder
+from detector.store import Store, TargetRecord
+from rules import RuleRunner
+
+new_comparison = builder(QueryComparison)
+
+
+@dataclass(frozen=True)
+class CompareOptions:
+    min_effect: float = 0.10
+    min_delta_ms: float = 0.01  # a median moving less than this is never a regression
+    alpha: float = 0.05
+    min_samples: int = 5
+    select: tuple[str, ...] | None = None
+    ignore: tuple[str, ...] = ()
+    rule_options: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    noise_floors: Mapping[str, float] = field(default_factory=dict)  # per query label
+    noise_run: int | str | None = "auto"  # A/A run giving noise floors: id, "auto" or None
+    query: str | None = None  # only this query name
+    approved: Mapping[str, frozenset[str]] | None = None  # lock file: `query [point]` -> fps
+    suppressions: tuple[Suppression, ...] = ()
+
+
+_DEFAULTS = CompareOptions()
+# the README's "How it decides" quotes this text (tests/test_docs.py checks it word for word)
+HOW_IT_DECIDES = f"""\
+- **Timing verdict** per query, from every sample of each side:
+  - *Interleaved sides* (one `planshift run`: sample *i* ran back to back on every side, with
+    the same parameters) are compared pair by pair: the effect is the median of the per-sample
+    ratios candidate/baseline (taken on the log scale), its 95% confidence interval a bootstrap
+    that resamples pairs, and a test of the 20%-trimmed mean of the log ratios (Yuen's paired
+    t-test, robust to the one descheduled execution in ten of a loaded machine) must agree.
+  - *Other sides* (two runs, `NAME@RUN`, time windows of a log) are two independent samples: the
+    effect is the ratio of medians, with a bootstrap 95% confidence interval and a Mann-Whitney U
+    test. Reports say the sides were not interleaved: drift between them can pass for a change.
+  - `regressed` / `improved` needs the interval and the test significant at
+    {_DEFAULTS.alpha:.0%}, an effect of at least `--min-effect` ({_DEFAULTS.min_effect:.0%}), a
+    median that moved by at least `--min-delta-ms` ({_DEFAULTS.min_delta_ms} ms), an effect above
+    the query's A/A noise floor when one is known, and a Benjamini-Hochberg q-value below
+    {_DEFAULTS.alpha:.0%} across the queries of the comparison (false discovery control; the
+    report says how many false alarms to expect among its verdicts).
+  - `unchanged` when the whole interval lies inside the ±{_DEFAULTS.min_effect:.0%} margin of the
+    minimum effect; a noise floor never widens it, it can only make a verdict `inconclusive`.
+  - Everything else is `inconclusive`, shown with its effect, interval, reason and about how many
+    samples would decide it. Fewer than {_DEFAULTS.min_samples} samples is always `inconclusive`.
+"""
+
+
+def resolve_side(store: Store, spec: str, run_id: int | None) -> TargetRecord:
+    """A side by name: `NAME` (in run_id or the latest complete run) or `NAME@RUN`.
+
+    NAME matches a target's full name (`pg15/fast`), or its server or variant part when unique.
+    """
+    if is_window(spec):
+        return window_side(store, spec)
+    name, _, run_text = spec.partition("@")
+    if run_text:
+        if not run_text.isdigit():
+            raise PlanshiftError(
+                f"{spec!r}: the run after '@' must be a run id", "see `planshift runs`"
+            )
+        run_id = int(run_text)
+    if run_id is None:
+        run_id = store.latest_run_id()
+        if run_id is None:
+            raise PlanshiftError(
+                f"no complete run in {store.path}", "run `planshift run WORKLOAD.toml` first"
+            )
+    targets = store.targets([run_id])
+    if not targets:
+        raise PlanshiftError(f"run {run_id} not found in {store.path}", "see `planshift runs`")
+    exact = [t for t in targets if t.name == name]
+    if exact:
+        return exact[0]
+    full = [t for t in targets if name == f"{t.info.get('server')}/{t.info.get('variant')}"]
+    if full:
+        return full[0]
+    partial = [t for t in targets if name in (t.info.get("server"), t.info.get("variant"))]
+    if len(partial) == 1:
+        return partial[0]
+    names = ", ".join(t.name for t in targets)
+    problem = "is ambiguous" if partial else "matches no target"
+    raise PlanshiftError(
+        f"{name!r} {problem} in run {run_id}",
+        f"targets of run {run_id}: {names}; NAME@RUN or --run picks another run (`planshift runs`)",
+    )
+
+
+def compare_sides(
+    store: Store,
+    baseline: TargetRecord,
+    candidate: TargetRecord,
+    options: CompareOptions | None = None,
+) -> ComparisonResult:
+    options = options or CompareOptions()
+    with paused_gc():
+        return _compare(store, baseline, candidate, options)
+
+
+@contextmanager
+def paused_gc() -> Iterator[None]:
+    """Building ~10 objects per query for 100,000 queries triggers the cyclic collector over
+    and over (none of them form cycles): pausing it halves the time of a large comparison.
+
+    Resuming would have the next collections walk every object made meanwhile (a few tenths
+    of a second); freeze + unfreeze moves them to the oldest generation unwalked instead,
+    unless the program keeps frozen objects of its own."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            if not gc.get_freeze_count():
+                gc.freeze()
+                gc.unfreeze()
+            gc.enable()
+
+
+def _compare(
+    store: Store, baseline: TargetRecord, candidate: TargetRecord, options: CompareOptions
+) -> ComparisonResult:
+    if is_window(baseline.name) or is_window(candidate.name):
+        pairs = window_pairs(store, baseline, candidate, options.query)
+    else:
+        pairs = pair_sides(store, baseline, candidate, query=options.query)
+    interleaved = is_interleaved(baseline, candidate)
+    comparisons = compared(
+        pairs,
+        query_verdicts(pairs, interleaved, options),
+        options,
+        attributions_for(baseline, candidate),
+    )
+    findings = apply_rules(comparisons, options)
+    kept, suppressed = split_suppressed(findings, options.suppressions)
+    return ComparisonResult(
+        baseline=baseline.name,
+        candidate=candidate.name,
+        run_ids=tuple(sorted({baseline.run_id, candidate.run_id})),
+        queries=tuple(comparisons),
+        findings=tuple(kept),
+        suppressed=tuple(suppressed),
+        settings_diff=settings_diff(baseline, candidate),
+        versions=(baseline.server_version_num, candidate.server_version_num),
+        tables=table_facts(baseline, candidate),
+        conditions={"baseline": conditions(baseline), "candidate": conditions(candidate)},
+        noise_run=options.noise_run if isinstance(options.noise_run, int) else None,
+        interleaved=interleaved,
+        alpha=options.alpha,
+    )
+
+
+def query_verdicts(
+    pairs: Sequence[SidePair], interleaved: bool, options: CompareOptions
+) -> list[TimingComparison | None]:
+    """Each pair's timing verdict after false discovery control; None without timings."""
+    timed = [i for i, p in enumerate(pairs) if p.baseline.durations_ms or p.candidate.durations_ms]
+    verdicts = stats.control_false_discoveries(
+        [
+            below_min_delta(pairs[i], verdict, options.min_delta_ms)
+            for i, verdict in zip(
+                timed, timing_verdicts([pairs[i] for i in timed], interleaved, options), strict=True
+            )
+        ],
+        options.alpha,
+    )
+    out: list[TimingComparison | None] = [None] * len(pairs)
+    for i, verdict in zip(timed, verdicts, strict=True):
+        out[i] = verdict
+    return out
+
+
+def compared(
+    pairs: Sequence[SidePair],
+    timings: Sequence[TimingComparison | None],
+    options: CompareOptions,
+    attributions: Mapping[str, Any] | None = None,
+) -> list[QueryComparison]:
+    plan_only = plan_only_timing(options.min_effect)
+    approved = options.approved
+    tested = attributions or {}
+    return [
+        new_comparison(
+            pair.query_key,
+            pair.query_name,
+            pair.sql,
+            pair.baseline,
+            pair.candidate,
+            plan_only if timing is None else timing,
+            pair.point,
+            None
+            if approved is None
+            else approved.get(approval_key(pair.query_name, pair.point), frozenset()),
+            tested.get(attribution_key(pair.query_key, pair.point)),
+        )
+        for pair, timing in zip(pairs, timings, strict=True)
+    ]
+
+
+def attribution_key(query_key: str, point: str | None) -> str:
+    """Where the runner files a query's attribution in the candidate target's info."""
+    return f"{query_key}|{point or ''}"
+
+
+def attributions_for(baseline: TargetRecord, candidate: TargetRecord) -> dict[str, Any]:
+    """The candidate's attributions against this baseline, per attribution_key."""
+    if baseline.run_id != candidate.run_id:
+        return {}
+    filed = candidate.info.get("attribution") or {}
+    return {key: found[baseline.name] for key, found in filed.items() if baseline.name in found}
+
+
+def apply_rules(comparisons: Sequence[QueryComparison], options: CompareOptions) -> list[Finding]:
+    """Every finding of the selected rules, sorted."""
+    check = RuleRunner(select=options.select, ignore=options.ignore, options=options.rule_options)
+    findings = [
+        replace(finding, point=comparison.point) if comparison.point else finding
+        for comparison, found in zip(comparisons, check.many(comparisons), strict=True)
+        for finding in found
+    ]
+    findings.sort(key=lambda f: f.sort_key())
+    return findings
+
+
+def is_interleaved(baseline: TargetRecord, candidate: TargetRecord) -> bool:
+    """Both sides measured by the runner in one run: sample i ran back to back on both."""
+    measured = {"embedded", "dsn"}
+    return (
+        baseline.run_id == candidate.run_id
+        and baseline.source in measured
+        and candidate.source in measured
+        and not is_window(baseline.name)
+        and not is_window(candidate.name)
+    )
+
+
+def timing_verdicts(
+    timed: Sequence[SidePair], interleaved: bool, options: CompareOptions
+) -> list[TimingComparison]:
+    """Paired statistics for the samples both interleaved sides have, two-sample statistics
+    otherwise (other runs, time windows, a side without timings)."""
+    floors = [options.noise_floors.get(p.label) for p in timed]
+    results: dict[int, TimingComparison] = {}
+    for members, base, cand in (aligned_rows(timed) if interleaved else {}).values():
+        positions = members.tolist()
+        results.update(
+            zip(
+                positions,
+                stats_paired.compare_paired_rows(
+                    base,
+                    cand,
+                    min_effect=options.min_effect,
+                    alpha=options.alpha,
+                    min_samples=options.min_samples,
+                    noise_floor=[floors[i] for i in positions],
+                ),
+                strict=True,
+            )
+        )
+    unpaired = [i for i in range(len(timed)) if i not in results]
+    results.update(
+        zip(
+            unpaired,
+            stats.compare_timings_batch(
+                [
+                    (timed[i].baseline.durations_ms, timed[i].candidate.durations_ms)
+                    for i in unpaired
+                ],
+                min_effect=options.min_effect,
+                alpha=options.alpha,
+                min_samples=options.min_samples,
+                noise_floor=[floors[i] for i in unpaired],
+            ),
+            strict=True,
+        )
+    )
+    return [results[i] for i in range(len(timed))]
+
+
+def conditions(target: TargetRecord) -> dict[str, Any]:
+    """What a report shows of how a side was measured (absent keys were not recorded)."""
+    info, settings = target.info, target.info.get("settings") or {}
+    found = {
+        "version": info.get("version"),
+        "initdb_options": info.get("initdb_options"),
+        "data_checksums": settings.get("data_checksums"),
+        "io_method": settings.get("io_method"),
+        "timing": info.get("timing"),
+        "cache": info.get("cache"),
+    }
+    return {key: value for key, value in found.items() if value is not None}
+
+
+def table_facts(baseline: TargetRecord, candidate: TargetRecord) -> dict[str, dict[str, Any]]:
+    """Row counts and indexed-column correlation on both sides: did both run on the same data?"""
+    left = baseline.info.get("tables") or {}
+    right = candidate.info.get("tables") or {}
+    return {
+        name: {"baseline": left.get(name), "candidate": right.get(name)}
+        for name in sorted(set(left) | set(right))
+    }
+
+
+def split_suppressed(
+    findings: Sequence[Finding], suppressions: Sequence[Suppression]
+) -> tuple[list[Finding], list[tuple[Finding, str]]]:
+    """Findings to report, and those a configured suppression covers (with its reason)."""
+    kept: list[Finding] = []
+    suppressed: list[tuple[Finding, str]] = []
+    for finding in findings:
+        reason = next(
+            (
+                s.reason
+                for s in suppressions
+                if s.matches(finding.query_name, finding.code, finding.name)
+            ),
+            None,
+        )
+        if reason is None:
+            kept.append(finding)
+        else:
+            suppressed.append((finding, reason))
+    return kept, suppressed
+
+
+def below_min_delta(
+    pair: SidePair, timing: TimingComparison, min_delta_ms: float
+) -> TimingComparison:
+    """A significant change of a few microseconds is real but immaterial: inconclusive."""
+    base, cand = pair.baseline.timing, pair.candidate.timing
+    if timing.verdict not in (Verdict.REGRESSED, Verdict.IMPROVED) or base is None or cand is None:
+        return timing
+    delta = cand.median_ms - base.median_ms
+    if abs(delta) >= min_delta_ms:
+        return timing
+    reason = (
+        f"the median moved {abs(delta) * 1000:.1f} µs, below the {min_delta_ms * 1000:g} µs minimum"
+    )
+    return replace(timing, verdict=Verdict.INCONCLUSIVE, reason=reason)
+
+
+def plan_only_timing(min_effect: float) -> TimingComparison:
+    """Plans captured without execution (EXPLAIN (GENERIC_PLAN), logs without timings)."""
+    return TimingComparison(
+        verdict=Verdict.INCONCLUSIVE,
+        ratio=None,
+        ci_low=None,
+        ci_high=None,
+        p_value=None,
+        min_effect=min_effect,
+        noise_floor=None,
+        reason="plan-only: no timings (generic plan)",
+    )
+
+
+def settings_diff(
+    baseline: TargetRecord, candidate: TargetRecord
+) -> dict[str, tuple[str | None, str | None]]:
+    """GUCs and recorded server settings that differ between the sides (the likely explanation)."""
+
+    def merged(target: TargetRecord) -> dict[str, str]:
+        values = {k: str(v) for k, v in (target.info.get("settings") or {}).items()}
+        values.update(target.gucs)
+        return values
+
+    left, right = merged(baseline), merged(candidate)
+    variant_gucs = set(baseline.gucs) | set(candidate.gucs)
+
+    def value(values: dict[str, str], name: str) -> str | None:
+        # a GUC the other side's variant sets is at its default here; other absent names are
+        # settings this server does not have (io_method before 18): None, shown as n/a
+        return values.get(name, "default" if name in variant_gucs else None)
+
+    diff: dict[str, tuple[str | None, str | None]] = {}
+    for name in sorted(set(left) | set(right)):
+        if left.get(name) != right.get(name):
+            diff[name] = (value(left, name), value(right, name))
+    if baseline.server_version_num != candidate.server_version_num:
+        diff["server_version_num"] = (
+            str(baseline.server_version_num),
+            str(candidate.server_version_num),
+        )
+    return diff

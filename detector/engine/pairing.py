@@ -1,0 +1,332 @@
+"""Pair the two sides of a comparison query by query (and sweep point), from grouped store reads."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from itertools import chain, repeat
+from typing import Any, NamedTuple
+
+import numpy as np
+import numpy.typing as npt
+
+from detector.engine.segments import Floats, Ints, offsets, segment_quantiles
+from detector.model import Plan, PlanVariant, Side, TimingStats, parse_plan
+from detector.model.bulk import builder
+from detector.model.comparison import Samples
+from detector.store import GroupedSamples, Store, TargetRecord
+
+# TimingStats of a side: n is counted apart; then median, p90, p99, min and max
+SUMMARY_QUANTILES = (0.5, 0.9, 0.99, 0.0, 1.0)
+new_variant, new_stats, new_side = builder(PlanVariant), builder(TimingStats), builder(Side)
+
+
+class SidePair(NamedTuple):  # a tuple: 100,000 of them are built per large comparison
+    query_key: str
+    query_name: str
+    sql: str
+    point: str | None
+    baseline: Side
+    candidate: Side
+
+    @property
+    def label(self) -> str:
+        return f"{self.query_name} [{self.point}]" if self.point else self.query_name
+
+
+def point_order(point: str | None) -> tuple[int, float, str]:
+    """Sweep points in numeric order when they are `param=number`, else by text."""
+    if point is None:
+        return (0, 0.0, "")
+    value = point.partition("=")[2]
+    try:
+        return (1, float(value), point)
+    except ValueError:
+        return (2, 0.0, point)
+
+
+def sort_pairs(pairs: list[SidePair]) -> None:
+    """By query name, then sweep point in numeric order."""
+    pairs.sort(key=lambda p: (p.query_name, point_order(p.point)))
+
+
+class Plans:
+    """Signature and plan per group: this target's own EXPLAIN of this query, point and shape
+    (plan_examples) when stored, else the shape's first EXPLAIN (logs, older stores)."""
+
+    def __init__(self, store: Store, target_ids: list[int]) -> None:
+        self.store = store
+        self.examples = store.plan_examples(target_ids)
+        self.shared: dict[str, tuple[str, Plan]] = {}
+        self.parsed: dict[str, Plan] = {}
+
+    def get(
+        self, target_id: int, query_key: str, point: str | None, fingerprint: str
+    ) -> tuple[str, Plan]:
+        if fingerprint not in self.shared:
+            record = self.store.plan_record(fingerprint)
+            self.shared[fingerprint] = (record.signature, parse_plan(record.plan_json))
+        signature, plan = self.shared[fingerprint]
+        example = (
+            self.examples.get((target_id, query_key, point, fingerprint)) if self.examples else None
+        )
+        if example is None:
+            return signature, plan
+        if example not in self.parsed:
+            self.parsed[example] = parse_plan(example)
+        return signature, self.parsed[example]
+
+
+def side_settings_of(target: TargetRecord) -> dict[str, str]:
+    """What rules see of a side's settings: the server-level settings recorded when the run
+    started (io_method, shared_buffers, data_checksums, jit ...), overlaid with the variant's
+    GUCs, so a same-plan slowdown can name io_method as well as effective_io_concurrency."""
+    recorded = target.info.get("settings") or {}
+    return {**{str(k): str(v) for k, v in recorded.items()}, **target.gucs}
+
+
+def most_frequent_first(variant: PlanVariant) -> tuple[int, str]:
+    """Sort key of a side's plan variants: the dominant first, ties by fingerprint (stable)."""
+    return (-variant.samples, variant.fingerprint)
+
+
+def make_side(
+    target: TargetRecord,
+    variants: list[PlanVariant],
+    durations_ms: tuple[float, ...],
+    timing: TimingStats | None,
+    planning_ms: tuple[float, ...],
+) -> Side:
+    return Side(
+        target.name,
+        target.server_version_num,
+        side_settings_of(target),
+        tuple(sorted(variants, key=most_frequent_first)),
+        durations_ms,
+        timing,
+        None,
+        planning_ms,
+        (),
+        (),
+    )
+
+
+class _Sides:
+    """Every side (query, point, target) of `GroupedSamples`, built in bulk, in key order.
+
+    A side is a run of consecutive groups, as they are in key order; its samples are the rows
+    of those groups, in group order."""
+
+    def __init__(self, grouped: GroupedSamples) -> None:
+        g = self.grouped = grouped
+        numbers, targets = g.query_numbers, np.asarray(g.target_ids, np.int64)
+        starts = np.ones(len(numbers), np.bool_)
+        starts[1:] = (numbers[1:] != numbers[:-1]) | (targets[1:] != targets[:-1])
+        first = np.flatnonzero(starts)
+        self.first_groups = first.tolist()  # of each side: its groups run to the next's first
+        self.group_ends = [*self.first_groups[1:], len(numbers)]
+        self.side_queries, self.side_targets = numbers[first], targets[first]
+
+    def pairs(self, baseline_id: int, candidate_id: int) -> list[tuple[int, int, int]]:
+        """(first group, baseline side, candidate side) of each query (and point) that has
+        both sides, in key order."""
+        count = int(self.side_queries[-1]) + 1 if len(self.side_queries) else 0
+        found = []
+        for target_id in (baseline_id, candidate_id):
+            side_of = np.full(count, -1)
+            mine = np.flatnonzero(self.side_targets == target_id)
+            side_of[self.side_queries[mine]] = mine
+            found.append(side_of)
+        base, cand = found
+        both = (base >= 0) & (cand >= 0)
+        first = np.asarray(self.first_groups, np.int64)[base[both]]
+        return list(zip(first.tolist(), base[both].tolist(), cand[both].tolist(), strict=True))
+
+    def build(self, targets: Mapping[int, TargetRecord], plans: Plans) -> list[Side]:
+        g = self.grouped
+        rows = offsets(g.sizes)
+        known_durations, known_planning = offsets(g.duration_known), offsets(g.planning_known)
+        durations = _known(g.durations_ms, g.duration_known)
+        variants = self._variants(plans, rows, known_durations, durations)
+        side_rows = rows[[*self.first_groups, len(g.sizes)]]
+        side_lo, side_hi = known_durations[side_rows[:-1]], known_durations[side_rows[1:]]
+        summaries = segment_quantiles(durations, side_lo, side_hi, SUMMARY_QUANTILES).tolist()
+        timings = [
+            new_stats(n, *summary) if n else None
+            for n, summary in zip((side_hi - side_lo).tolist(), summaries, strict=True)
+        ]
+        sides = [targets[target] for target in self.side_targets.tolist()]
+        settings = {target_id: side_settings_of(target) for target_id, target in targets.items()}
+        samples = known_durations[side_rows]
+        return list(
+            map(
+                new_side,
+                [side.name for side in sides],
+                [side.server_version_num for side in sides],
+                [settings[side.target_id] for side in sides],
+                self._plans_of_sides(variants),
+                _windows(durations, samples),
+                timings,
+                repeat(None),
+                _windows(_known(g.planning_ms, g.planning_known), known_planning[side_rows]),
+                _windows(_known(g.sample_indices, g.duration_known), samples),
+                _windows(_known(g.total_cost, g.duration_known), samples),
+            )
+        )
+
+    def _variants(
+        self, plans: Plans, rows: Ints, known_durations: Ints, durations: Floats
+    ) -> list[PlanVariant]:
+        g = self.grouped
+        lo, hi = known_durations[rows[:-1]], known_durations[rows[1:]]
+        median_ms: list[float | None] = segment_quantiles(durations, lo, hi, (0.5,))[:, 0].tolist()
+        if (hi == lo).any():  # groups without durations (plan-only): NaN -> None
+            empty = (hi == lo).tolist()
+            median_ms = [None if none else m for m, none in zip(median_ms, empty, strict=True)]
+        median_cost = segment_quantiles(g.total_cost, rows[:-1], rows[1:], (0.5,))[:, 0]
+        median_blocks = segment_quantiles(g.shared_blocks, rows[:-1], rows[1:], (0.5,))[:, 0]
+        found = list(map(plans.get, g.target_ids, g.query_keys, g.points, g.fingerprints))
+        return list(
+            map(
+                new_variant,
+                g.fingerprints,
+                [signature for signature, _ in found],
+                [plan for _, plan in found],
+                g.sizes.tolist(),
+                median_ms,
+                median_cost.tolist(),
+                median_blocks.tolist(),
+            )
+        )
+
+    def _plans_of_sides(self, variants: list[PlanVariant]) -> list[tuple[PlanVariant, ...]]:
+        if len(self.first_groups) == len(variants):  # one plan shape per side
+            return [(variant,) for variant in variants]
+        return [
+            (variants[first],)
+            if end - first == 1
+            else tuple(sorted(variants[first:end], key=most_frequent_first))
+            for first, end in zip(self.first_groups, self.group_ends, strict=True)
+        ]
+
+
+def _known(values: npt.NDArray[Any], known: npt.NDArray[np.bool_]) -> npt.NDArray[Any]:
+    """The values where known: the array itself, not a copy, when all are."""
+    return values if known.all() else values[known]
+
+
+def _windows(values: npt.NDArray[Any], bounds: Ints) -> list[Samples[Any]]:
+    """values[bounds[i]:bounds[i + 1]] for each i, as `Samples` sharing `values`."""
+    edges = bounds.tolist()
+    window: Callable[[npt.NDArray[Any], int, int], Samples[Any]] = Samples
+    return list(map(window, repeat(values), edges[:-1], edges[1:]))
+
+
+def pair_sides(
+    store: Store, baseline: TargetRecord, candidate: TargetRecord, *, query: str | None = None
+) -> list[SidePair]:
+    """Queries (and points) measured on both sides, ordered by name and numeric point."""
+    ids = [baseline.target_id, candidate.target_id]
+    texts = store.query_texts()
+    keys = None if query is None else [query, *(k for k, (n, _) in texts.items() if n == query)]
+    index = _Sides(store.grouped_samples(ids, keys))
+    sides = index.build(
+        {baseline.target_id: baseline, candidate.target_id: candidate}, Plans(store, ids)
+    )
+    g = index.grouped
+    pairs = []
+    for first, base, cand in index.pairs(baseline.target_id, candidate.target_id):
+        key = g.query_keys[first]
+        name, sql = texts.get(key) or (key, "")
+        if query and query != name:
+            continue
+        pairs.append(SidePair(key, name, sql, g.points[first], sides[base], sides[cand]))
+    sort_pairs(pairs)
+    return pairs
+
+
+def aligned(pair: SidePair) -> tuple[list[float], list[float]]:
+    """The durations of the samples both sides have, in sample order."""
+    candidate = dict(zip(pair.candidate.sample_indices, pair.candidate.durations_ms, strict=True))
+    both = sorted(
+        (index, duration, candidate[index])
+        for index, duration in zip(
+            pair.baseline.sample_indices, pair.baseline.durations_ms, strict=True
+        )
+        if index in candidate
+    )
+    return [b for _, b, _ in both], [c for _, _, c in both]
+
+
+def aligned_rows(pairs: Sequence[SidePair]) -> dict[int, tuple[Ints, Floats, Floats]]:
+    """`aligned` for many pairs at once, by number of common samples n: (the pairs' positions,
+    ascending; their baseline and candidate durations as (pairs, n) arrays). Pairs without a
+    common sample are left out."""
+    sides = [_flat([getattr(p, who) for p in pairs]) for who in ("baseline", "candidate")]
+    width = max(int(index.max(initial=0)) for index, _, _ in sides) + 1
+    irregular = np.zeros(len(pairs), np.bool_)  # a sample index twice or < 0: `aligned`
+    keys = []
+    for index, _, owner in sides:
+        key = owner * width + index
+        order = np.argsort(key, kind="stable")
+        keys.append((key[order], order))
+        irregular[owner[order][1:][np.diff(key[order]) == 0]] = True
+        irregular[owner[index < 0]] = True
+    kept = []
+    for (key, order), (_, duration, owner) in zip(keys, sides, strict=True):
+        keep = ~irregular[owner[order]]
+        kept.append((key[keep], duration[order[keep]]))
+    common, at_b, at_c = np.intersect1d(kept[0][0], kept[1][0], True, return_indices=True)
+    base, cand = kept[0][1][at_b], kept[1][1][at_c]
+    sizes = np.bincount(common // width, minlength=len(pairs))
+    starts = offsets(sizes)
+    slow = {i: aligned(pairs[i]) for i in np.flatnonzero(irregular).tolist()}
+    for i, (b, _) in slow.items():
+        sizes[i] = len(b)
+    found = {}
+    for n in np.unique(sizes[sizes > 0]).tolist():
+        members = np.flatnonzero(sizes == n)
+        fast = ~irregular[members]
+        cells = starts[members[fast], None] + np.arange(n)
+        rows = np.empty((len(members), n)), np.empty((len(members), n))
+        rows[0][fast], rows[1][fast] = base[cells], cand[cells]
+        for row in np.flatnonzero(~fast).tolist():
+            rows[0][row], rows[1][row] = slow[int(members[row])]
+        found[n] = (members, *rows)
+    return found
+
+
+def _flat(sides: list[Side]) -> tuple[Ints, Floats, Ints]:
+    """Sample indices and durations of these sides end to end, and the side of each sample."""
+    sizes = np.fromiter(map(len, (s.sample_indices for s in sides)), np.int64, len(sides))
+    if any(len(s.durations_ms) != len(s.sample_indices) for s in sides):
+        raise ValueError("a side has not one sample index per duration")
+    total = int(sizes.sum())
+    owner = np.repeat(np.arange(len(sides)), sizes)
+    shared = _shared(sides)
+    if shared is not None:
+        indices, durations, starts = shared
+        rows = np.arange(total) + np.repeat(starts - offsets(sizes)[:-1], sizes)
+        return indices[rows], durations[rows], owner
+    index = np.fromiter(chain.from_iterable(s.sample_indices for s in sides), np.int64, total)
+    duration = np.fromiter(chain.from_iterable(s.durations_ms for s in sides), np.float64, total)
+    return index, duration, owner
+
+
+def _shared(sides: list[Side]) -> tuple[Ints, Floats, Ints] | None:
+    """(indices, durations, where each side starts in them) when every side's samples are
+    windows at the same place of two shared arrays, as `pair_sides` builds them."""
+    windows = []
+    for side in sides:
+        index, duration = side.sample_indices, side.durations_ms
+        if not (isinstance(index, Samples) and isinstance(duration, Samples)):
+            return None
+        windows.append((index.window(), duration.window()))
+    if not windows:
+        return None
+    (indices, _, _), (durations, _, _) = windows[0]
+    if any(
+        i is not indices or d is not durations or start != begin
+        for (i, start, _), (d, begin, _) in windows
+    ):
+        return None
+    return indices, durations, np.fromiter((w[0][1] for w in windows), np.int64, len(windows))

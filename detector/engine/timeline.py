@@ -1,0 +1,361 @@
+"""The postmortem view: per query, its plan fingerprints over time, flips, and pgss deltas.
+
+From ingested auto_explain observations (`source = log`): consecutive executions with the same
+plan form a segment (first/last time, count, median and p90 duration, median cost); a change of
+plan between two segments is a flip, shown with the before/after medians. A query whose plan
+alternates with its parameters (many short segments) is shown as time buckets with each
+bucket's dominant plan instead. pg_stat_statements deltas (calls, mean time per interval)
+are matched by queryid, or by the normalized text's fingerprint, and shown around each flip.
+
+Prepared statements: after five custom plans PostgreSQL's plan cache may switch a statement to
+its generic plan (planned for `$1`, not for the values). A change between a custom and a generic
+plan is a plan-cache switch, labelled as such and never a flip; a flip is a change from the
+previous plan of the same kind (custom -> other custom, generic -> other generic).
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, time, timedelta
+from itertools import pairwise
+
+from detector.engine.timeline_causes import FlipCause, flip_causes, plan_names, version_changes
+from detector.errors import PlanshiftError
+from detector.model.log_rows import LogObservationRow
+from detector.store import PgssSnapshotRow, Store
+
+MAX_SEGMENTS = 12
+BUCKETS = 12
+
+
+@dataclass(frozen=True)
+class Segment:
+    fingerprint: str
+    signature: str
+    start: datetime
+    end: datetime
+    count: int
+    median_ms: float | None
+    p90_ms: float | None
+    median_cost: float
+    share: float = 1.0  # bucket mode: the dominant plan's share of the bucket
+    generic: bool = False  # the plan is a prepared statement's generic plan
+
+
+@dataclass(frozen=True)
+class PlanCacheSwitch:
+    before: Segment
+    after: Segment
+    executions: int | None  # custom plans of the session before its first generic plan
+    new_session: bool = False
+
+    @property
+    def label(self) -> str:
+        if self.after.generic:
+            after = f" after {self.executions} executions" if self.executions else ""
+            return f"plan cache: custom -> generic plan{after}"
+        return "plan cache: generic -> custom plan" + (" (new session)" * self.new_session)
+
+
+@dataclass(frozen=True)
+class PgssDelta:
+    source: str
+    start: datetime
+    end: datetime
+    queryid: int
+    query: str | None
+    calls: int
+    total_ms: float
+    rows: int | None
+    note: str | None  # None | "new" | "reset" | "dealloc"
+
+    @property
+    def mean_ms(self) -> float | None:
+        return self.total_ms / self.calls if self.calls else None
+
+
+@dataclass
+class QueryTimeline:
+    query_key: str
+    name: str
+    queryids: set[int]
+    segments: list[Segment]
+    bucketed: bool
+    observations: int
+    pgss: list[PgssDelta] = field(default_factory=list)
+    switches: list[PlanCacheSwitch] = field(default_factory=list)
+    causes: list[list[FlipCause]] = field(default_factory=list)  # per flip, in `flips` order
+
+    @property
+    def flips(self) -> list[tuple[Segment, Segment]]:
+        """Plan changes: each segment against the previous one of the same kind (custom or
+        generic), so a plan-cache switch is not one."""
+        last: dict[bool, Segment] = {}
+        found = []
+        for segment in self.segments:
+            previous = last.get(segment.generic)
+            if previous is not None and previous.fingerprint != segment.fingerprint:
+                found.append((previous, segment))
+            last[segment.generic] = segment
+        return found
+
+    def transition_lines(self) -> dict[int, list[str]]:
+        """Per segment index, the lines to show before it: plan-cache switch, flip."""
+        lines: dict[int, list[str]] = {}
+        switches = {id(s.after): s for s in self.switches}
+        flips = {id(b): (a, n) for n, (a, b) in enumerate(self.flips)}
+        for index, segment in enumerate(self.segments):
+            if switch := switches.get(id(segment)):
+                lines.setdefault(index, []).append(f"  >> {switch.label} at {clock(segment.start)}")
+            if (flip := flips.get(id(segment))) is not None:
+                causes = self.causes[flip[1]] if flip[1] < len(self.causes) else []
+                lines.setdefault(index, []).append(_flip_line(flip[0], segment, causes))
+        return lines
+
+
+def ms_text(value: float | None) -> str:
+    return "-" if value is None else f"{value:.3f}" if value < 10 else f"{value:.1f}"
+
+
+def clock(moment: datetime) -> str:
+    return moment.strftime("%Y-%m-%d %H:%M:%S.%f")[:-3]
+
+
+def _flip_line(before: Segment, after: Segment, causes: Sequence[FlipCause] = ()) -> str:
+    ratio = ""
+    if before.median_ms and after.median_ms:
+        factor = after.median_ms / before.median_ms
+        ratio = f" ({factor:.1f}x slower)" if factor >= 1 else f" ({1 / factor:.1f}x faster)"
+    return (
+        f"  >> FLIP at {clock(after.start)}: median {ms_text(before.median_ms)} -> "
+        f"{ms_text(after.median_ms)} ms{ratio}, cost {before.median_cost:.1f} -> "
+        f"{after.median_cost:.1f}"
+        + ("; after: " + "; ".join(cause.label() for cause in causes) if causes else "")
+    )
+
+
+def plan_cache_switches(
+    segments: Sequence[Segment], rows: Sequence[LogObservationRow], generic: dict[str, bool]
+) -> list[PlanCacheSwitch]:
+    """Consecutive segments of which one is a generic plan and the other a custom plan. The
+    executions before a switch: the custom plans of its session (pid) since its last generic."""
+    custom_since: dict[int | None, int] = {}
+    executions_at: dict[datetime, int] = {}
+    pids_at: dict[datetime, int | None] = {}
+    for row in rows:
+        pids_at.setdefault(row.row.collected_at, row.pid)
+        if not generic[row.row.fingerprint]:
+            custom_since[row.pid] = custom_since.get(row.pid, 0) + 1
+        elif count := custom_since.pop(row.pid, 0):
+            executions_at.setdefault(row.row.collected_at, count)
+    found = []
+    for before, after in pairwise(segments):
+        if before.generic == after.generic:
+            continue
+        executions = executions_at.get(after.start) if after.generic else None
+        new_session = pids_at.get(before.end) != pids_at.get(after.start)
+        found.append(PlanCacheSwitch(before, after, executions, new_session))
+    return found
+
+
+def parse_time(text: str, reference: datetime | None = None) -> datetime:
+    """ISO date-time (`2026-11-22 14:05`, `...T14:05:00+02:00`) or a time of day (`14:05`, on
+    the reference's date, UTC). Naive times are UTC."""
+    value = text.strip().replace("Z", "+00:00")
+    try:
+        moment = datetime.fromisoformat(value)
+    except ValueError:
+        try:
+            clock = time.fromisoformat(value)
+        except ValueError:
+            raise PlanshiftError(
+                f"cannot read the time {text!r}", "use 2026-11-22T14:05:00 or 14:05 (UTC)"
+            ) from None
+        day = (reference or datetime.now(UTC)).date()
+        moment = datetime.combine(day, clock)
+    return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
+
+
+def _segment(
+    rows: Sequence[LogObservationRow], signatures: dict[str, str], generic: dict[str, bool]
+) -> Segment:
+    durations = sorted(r.row.duration_ms for r in rows if r.row.duration_ms is not None)
+    counts = Counter(r.row.fingerprint for r in rows)
+    fingerprint, dominant = counts.most_common(1)[0]
+    p90 = durations[min(len(durations) - 1, int(0.9 * len(durations)))] if durations else None
+    return Segment(
+        fingerprint=fingerprint,
+        signature=signatures[fingerprint],
+        start=rows[0].row.collected_at,
+        end=rows[-1].row.collected_at,
+        count=len(rows),
+        median_ms=statistics.median(durations) if durations else None,
+        p90_ms=p90,
+        median_cost=statistics.median(r.row.total_cost for r in rows),
+        share=dominant / len(rows),
+        generic=generic.get(fingerprint, False),
+    )
+
+
+def segments_of(
+    rows: Sequence[LogObservationRow],
+    signatures: dict[str, str],
+    generic: dict[str, bool] | None = None,
+) -> tuple[list[Segment], bool]:
+    """Runs of the same plan; as time buckets (dominant plan each) when there are too many."""
+    runs: list[list[LogObservationRow]] = []
+    for row in rows:
+        if runs and runs[-1][-1].row.fingerprint == row.row.fingerprint:
+            runs[-1].append(row)
+        else:
+            runs.append([row])
+    kinds = generic or {}
+    if len(runs) <= MAX_SEGMENTS:
+        return [_segment(run, signatures, kinds) for run in runs], False
+    first, last = rows[0].row.collected_at, rows[-1].row.collected_at
+    width = max((last - first) / BUCKETS, timedelta(microseconds=1))
+    buckets: list[list[LogObservationRow]] = [[] for _ in range(BUCKETS)]
+    for row in rows:
+        index = min(BUCKETS - 1, int((row.row.collected_at - first) / width))
+        buckets[index].append(row)
+    return [_segment(bucket, signatures, kinds) for bucket in buckets if bucket], True
+
+
+def build_timeline(
+    store: Store,
+    *,
+    query: str | None = None,
+    since: datetime | None = None,
+    until: datetime | None = None,
+    source: str | None = None,
+) -> list[QueryTimeline]:
+    """Timelines of the queries seen in logs (those with a flip first, then by volume)."""
+    queries = store.queries()
+    keys: set[str] | None = None
+    if query is not None:
+        keys = {k for k, q in queries.items() if query in (k, q.name) or k.startswith(query)}
+        if not keys:
+            needle = query.lower()
+            keys = {k for k, q in queries.items() if needle in q.sql.lower()}
+        if not keys:
+            raise PlanshiftError(
+                f"no query {query!r} in the store", "give a query key, a name or words of its SQL"
+            )
+    only = next(iter(keys)) if keys is not None and len(keys) == 1 else None
+    rows = store.log_observations(since, until, only, source)
+    grouped: dict[str, list[LogObservationRow]] = {}
+    for row in rows:
+        if keys is None or row.row.query_key in keys:
+            grouped.setdefault(row.row.query_key, []).append(row)
+    rows = [row for group in grouped.values() for row in group]
+    signatures: dict[str, str] = {}
+    generic: dict[str, bool] = {}
+    names: dict[str, set[str]] = {}
+    for fingerprint in {row.row.fingerprint for row in rows}:
+        signatures[fingerprint] = store.plan_record(fingerprint).signature
+        plan = store.plan(fingerprint)
+        generic[fingerprint], names[fingerprint] = plan.generic, plan_names(plan)
+    events = store.log_events(None, until)
+    new_versions = version_changes(events)
+    timelines = []
+    for query_key, query_rows in grouped.items():
+        segments, bucketed = segments_of(query_rows, signatures, generic)
+        record = queries.get(query_key)
+        timeline = QueryTimeline(
+            query_key=query_key,
+            name=record.name if record else query_key,
+            queryids={r.queryid for r in query_rows if r.queryid is not None},
+            segments=segments,
+            bucketed=bucketed,
+            observations=len(query_rows),
+            switches=plan_cache_switches(segments, query_rows, generic),
+        )
+        timeline.causes = [
+            flip_causes(
+                events,
+                new_versions,
+                query_rows,
+                before.start,
+                after.start,
+                names[before.fingerprint] | names[after.fingerprint],
+            )
+            for before, after in timeline.flips
+        ]
+        timelines.append(timeline)
+    timelines.sort(key=lambda t: (-len(t.flips), -t.observations, t.name))
+    return timelines
+
+
+def pgss_deltas(
+    snapshots: Sequence[PgssSnapshotRow],
+    info: dict[int, tuple[int | None, datetime | None]],
+    names: dict[int, str],
+) -> list[PgssDelta]:
+    """Per server name, per statement: counters between consecutive snapshots.
+
+    A reset of all statistics (pg_stat_statements_info.stats_reset moved), or a statement
+    whose calls went down (evicted and re-added, or reset alone), counts from zero: the
+    delta is the new value, marked. A statement absent from the previous snapshot is new
+    (or came back after an eviction when dealloc grew).
+    """
+    by_source: dict[str, dict[int, list[PgssSnapshotRow]]] = {}
+    for row in snapshots:
+        by_source.setdefault(names[row.target_id], {}).setdefault(row.snapshot_id, []).append(row)
+    deltas: list[PgssDelta] = []
+    for source, by_snapshot in by_source.items():
+        ordered = sorted(by_snapshot.items(), key=lambda item: (item[1][0].taken_at, item[0]))
+        for (old_id, old_rows), (new_id, new_rows) in pairwise(ordered):
+            old_dealloc, old_reset = info.get(old_id, (None, None))
+            new_dealloc, new_reset = info.get(new_id, (None, None))
+            reset_all = new_reset is not None and (old_reset is None or new_reset > old_reset)
+            evicted = (
+                new_dealloc is not None and old_dealloc is not None and new_dealloc > old_dealloc
+            )
+            before = {_identity(r): r.entry for r in old_rows}
+            start, end = old_rows[0].taken_at, new_rows[0].taken_at
+            for row in new_rows:
+                entry, previous = row.entry, before.get(_identity(row))
+                note: str | None = None
+                if reset_all:
+                    previous, note = None, "reset"
+                elif previous is None:
+                    note = "dealloc" if evicted else "new"
+                elif entry.calls < previous.calls:
+                    previous, note = None, "dealloc" if evicted else "reset"
+                calls = entry.calls - (previous.calls if previous else 0)
+                if calls <= 0:
+                    continue
+                total = entry.total_exec_time - (previous.total_exec_time if previous else 0.0)
+                rows_delta = None
+                if entry.rows is not None:
+                    rows_delta = entry.rows - ((previous.rows or 0) if previous else 0)
+                deltas.append(
+                    PgssDelta(
+                        source,
+                        start,
+                        end,
+                        entry.queryid,
+                        entry.query,
+                        calls,
+                        total,
+                        rows_delta,
+                        note,
+                    )
+                )
+    deltas.sort(key=lambda d: (d.source, d.start, d.queryid))
+    return deltas
+
+
+def _identity(row: PgssSnapshotRow) -> tuple[int, int | None, int | None, bool | None]:
+    entry = row.entry
+    return (entry.queryid, entry.userid, entry.dbid, entry.toplevel)
+
+
+def store_pgss_deltas(store: Store, source: str | None = None) -> list[PgssDelta]:
+    targets = [t for t in store.targets() if source is None or t.name == source]
+    names = {t.target_id: t.name for t in targets}
+    snapshots = store.pgss_snapshots(sorted(names))
+    return pgss_deltas(snapshots, store.pgss_info(), names)

@@ -1,0 +1,283 @@
+"""Jobs behind `planshift ingest`, `snapshot` and `setup-check`: wiring collectors to the store."""
+
+from __future__ import annotations
+
+import socket
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from datetime import datetime
+from pathlib import Path
+
+from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    DownloadColumn,
+    Progress,
+    TextColumn,
+    TimeRemainingColumn,
+    TransferSpeedColumn,
+)
+
+from collectors.logs.autoexplain import FileReport, IngestOptions, LogIngest, check_log
+from collectors.setup_check import Check
+from detector.engine.timeline import (
+    PgssDelta,
+    QueryTimeline,
+    build_timeline,
+    parse_time,
+    store_pgss_deltas,
+)
+from detector.errors import PlanshiftError
+from detector.reports.timeline_terminal import render_timeline
+from detector.store import Store
+from detector.version import __version__
+
+INGEST_LABEL = "ingest"
+ANONYMIZED = " (anonymized)"  # appended to the run label; targets.info has "anonymized"
+
+
+def ingest_logs(
+    *,
+    store_path: Path,
+    files: Sequence[Path],
+    source: str,
+    options: IngestOptions,
+    console: Console,
+) -> list[FileReport]:
+    """Ingest each file into a new run with one log target named `source`."""
+    missing = [str(path) for path in files if not path.is_file()]
+    if missing:
+        raise PlanshiftError(f"no such log file: {', '.join(missing)}", "pass server log files")
+    for path in files:  # a file that is no server log is refused before a run begins
+        check_log(path, options)
+    reports: list[FileReport] = []
+    with Store(store_path) as store:
+        # an ingest killed on this host was marked failed when the store opened (settled_runs);
+        # one still 'running' here has no live owner either, since the store is ours to write
+        labels = {run.run_id: run.label for run in store.runs()}
+        settled = [r for r in store.settled_runs if labels.get(r, "").startswith(INGEST_LABEL)]
+        for run_id in [*settled, *store.interrupted_runs(INGEST_LABEL)]:
+            store.finish_run(run_id, "failed")
+            console.print(
+                f"run {run_id}: an earlier ingest was interrupted; what it stored is kept "
+                "and the files resume where it stopped"
+            )
+        run_id = store.begin_run(
+            f"{INGEST_LABEL} {source}" + (ANONYMIZED if options.anonymize else ""),
+            workload_hash=None,
+            tool_version=__version__,
+            host=socket.gethostname(),
+        )
+        try:
+            target_id = store.add_target(
+                run_id,
+                source,
+                source="log",
+                server_version_num=None,
+                gucs={},
+                info={
+                    "files": [str(path) for path in files],
+                    "source": source,
+                    "anonymized": options.anonymize,
+                },
+            )
+            ingest = LogIngest(store, target_id, options)
+            for path in files:
+                with progress_bar(console, path) as advance:
+                    report = ingest.ingest(path, advance)
+                reports.append(report)
+                print_report(report, console)
+            store.finish_run(run_id)
+        except BaseException:
+            store.finish_run(run_id, "failed")
+            raise
+    return reports
+
+
+@contextmanager
+def progress_bar(console: Console, path: Path) -> Iterator[Callable[[int], None]]:
+    """A transient bar of the bytes read (on a terminal only; gzip: no total known)."""
+    columns = (
+        TextColumn("{task.description}", markup=False),
+        BarColumn(),
+        DownloadColumn(),
+        TransferSpeedColumn(),
+        TimeRemainingColumn(),
+    )
+    with Progress(
+        *columns, console=console, transient=True, disable=not console.is_terminal
+    ) as bar:
+        total = None if path.suffix == ".gz" else path.stat().st_size
+        task = bar.add_task(path.name, total=total)
+        yield lambda done: bar.advance(task, done)
+
+
+def print_report(report: FileReport, console: Console) -> None:
+    kind = report.log_format + (" (gzip)" if report.compressed else "")
+    where = "" if report.resumed_at_line is None else f", resumed at line {report.resumed_at_line}"
+    console.print(
+        f"{report.path}: {kind}{where}: {report.messages} messages, {report.plans} plans stored, "
+        f"{report.events} events (settings, starts, autovacuum, DDL), {report.problem_count} problems",
+        markup=False,
+        highlight=False,
+    )
+    for problem in report.problems:
+        console.print(
+            f"  {report.path}:{problem.line}: {problem.kind}: {problem.message}",
+            markup=False,
+            highlight=False,
+        )
+    if report.problem_count > len(report.problems):
+        more = report.problem_count - len(report.problems)
+        console.print(f"  ... and {more} more (table log_problems)", markup=False)
+    for problem in report.incomplete:
+        console.print(
+            f"  {report.path}:{problem.line}: incomplete at end of file; the next ingest "
+            "reads it again",
+            markup=False,
+            highlight=False,
+        )
+    for zone in sorted(report.unknown_zones):
+        console.print(
+            f"  time zone {zone!r} read as --log-timezone (default UTC)",
+            markup=False,
+            highlight=False,
+        )
+
+
+def take_snapshot(
+    *, store_path: Path, dsn: str, name: str | None, console: Console, anonymize: bool = False
+) -> int:
+    """Read pg_stat_statements once and store it as a snapshot of the server `name`
+    (`anonymize`: statement texts normalized, utility statements' literals included)."""
+    from collectors.pgss import connect, read_pgss
+
+    with connect(dsn) as conn:
+        read = read_pgss(conn, anonymize=anonymize)
+    source = name or _server_name(read.redacted_dsn)
+    with Store(store_path) as store:
+        run_id = store.begin_run(
+            f"snapshot {source}" + (ANONYMIZED if anonymize else ""),
+            workload_hash=None,
+            tool_version=__version__,
+            host=socket.gethostname(),
+        )
+        target_id = store.add_target(
+            run_id,
+            source,
+            source="dsn",
+            server_version_num=read.server_version_num,
+            gucs={},
+            info={"dsn": read.redacted_dsn, "server": source, "anonymized": anonymize},
+        )
+        with store.transaction():
+            snapshot_id = store.add_pgss_snapshot(target_id, read.entries, taken_at=read.taken_at)
+            store.add_pgss_info(snapshot_id, read.dealloc, read.stats_reset)
+        store.finish_run(run_id)
+    console.print(
+        f"snapshot {snapshot_id} of {source}: {len(read.entries)} statements "
+        f"(dealloc {read.dealloc}, stats reset {read.stats_reset})",
+        markup=False,
+        highlight=False,
+    )
+    return snapshot_id
+
+
+def _server_name(redacted: str) -> str:
+    from psycopg.conninfo import conninfo_to_dict
+
+    try:
+        parts = conninfo_to_dict(redacted)
+    except Exception:  # an unusual DSN: name it generically
+        return "server"
+    host = str(parts.get("host") or "local").split(",")[0]
+    host = "local" if host.startswith("/") else host
+    return f"{host}/{parts.get('dbname') or parts.get('user') or 'postgres'}"
+
+
+def show_timeline(
+    *,
+    store_path: Path,
+    query: str | None,
+    since: str | None,
+    until: str | None,
+    source: str | None,
+    limit: int,
+    console: Console,
+) -> list[QueryTimeline]:
+    """Print each query's plan segments and flips, with pg_stat_statements around them."""
+    if not store_path.exists():
+        raise PlanshiftError(f"store {store_path} does not exist", "run `planshift ingest` first")
+    with Store(store_path, read_only=True) as store:
+        reference = _latest_log_time(store)
+        start = parse_time(since, reference) if since else None
+        end = parse_time(until, reference) if until else None
+        timelines = build_timeline(store, query=query, since=start, until=end, source=source)
+        deltas = store_pgss_deltas(store)
+    if not timelines:
+        raise PlanshiftError(
+            "no logged plans in that window", "ingest auto_explain logs with `planshift ingest`"
+        )
+    attach_pgss(timelines, deltas)
+    for timeline in timelines[:limit]:
+        render_timeline(timeline, console)
+    if len(timelines) > limit:
+        console.print(f"... {len(timelines) - limit} more queries (--limit, --query)")
+    return timelines
+
+
+def _latest_log_time(store: Store) -> datetime | None:
+    rows = store.log_observations()
+    return rows[-1].row.collected_at if rows else None
+
+
+def attach_pgss(timelines: Sequence[QueryTimeline], deltas: Sequence[PgssDelta]) -> None:
+    """pgss deltas of the same statement (queryid, else normalized-text fingerprint), kept
+    when their interval touches the timeline's time range."""
+    from pglast.parser import ParseError, fingerprint
+
+    keys: dict[str, str] = {}
+    for timeline in timelines:
+        first, last = timeline.segments[0].start, timeline.segments[-1].end
+        for delta in deltas:
+            same = delta.queryid in timeline.queryids
+            if not same and delta.query:
+                if delta.query not in keys:
+                    try:
+                        keys[delta.query] = str(fingerprint(delta.query))
+                    except ParseError:
+                        keys[delta.query] = ""
+                same = keys[delta.query] == timeline.query_key
+            if same and delta.end >= first and delta.start <= last:
+                timeline.pgss.append(delta)
+
+
+def setup_check(*, dsn: str, console: Console) -> list[Check]:
+    """Print how the server is set up for postmortems, and the settings planshift recommends."""
+    from rich.table import Table
+
+    from collectors.pgss import connect
+    from collectors.setup_check import check_server, config_snippet
+
+    with connect(dsn) as conn:
+        version, checks = check_server(conn)
+    table = Table("setting", "current", "recommended", "status", "why (and what it costs)")
+    for check in checks:
+        table.add_row(
+            check.setting,
+            "(not set)" if check.current is None else repr(check.current),
+            check.recommended,
+            check.status,
+            check.why,
+        )
+    console.print(f"PostgreSQL {version // 10000}.{version % 10000}", markup=False)
+    console.print(table)
+    snippet = config_snippet(checks)
+    if snippet:
+        console.print(
+            "\nrecommended postgresql.conf lines (shared_preload_libraries needs a restart):"
+        )
+        console.print(snippet, markup=False, highlight=False)
+    else:
+        console.print("\nready: auto_explain and pg_stat_statements are set up for planshift")
+    return checks

@@ -1,0 +1,284 @@
+"""The jobs behind the CLI commands: run a workload, compare and report, the demo."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import replace
+from pathlib import Path
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+from collectors.runner import ProgressCallback, RunOptions, plan_count, run_workload
+from collectors.servers.targets import open_servers, parse_dsn_option, resolve_target_specs
+from detector.engine.census import QueryCensus, build_census
+from detector.engine.compare import CompareOptions, resolve_side
+from detector.engine.store_compare import compare
+from detector.errors import PlanshiftError
+from detector.jobs.workload import load_workload
+from detector.model import ComparisonResult
+from detector.model.workload import CACHE_MODES
+from detector.reports import gate_severity, resolve_outputs, write_reports
+from detector.reports.escape import single_line
+from detector.reports.terminal import render_terminal
+from detector.store import Store
+
+# a symlink to examples/demo/workload.toml in a checkout, the file itself in a wheel
+DEMO_WORKLOAD = Path(__file__).resolve().parent / "demo_workload.toml"
+
+
+@contextmanager
+def progress_bar(console: Console, total: int) -> Iterator[ProgressCallback]:
+    """A rich progress bar on a terminal; plain lines (every ~10% or 15 s) otherwise, for CI logs.
+
+    A call with 0 steps names a step that moves no bar (setting up a server)."""
+    if not console.is_terminal:
+        yield PlainProgress(console, total)
+        return
+    columns = (
+        TextColumn("{task.description:<28}", markup=False),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeRemainingColumn(),
+    )
+    with Progress(*columns, console=console, transient=True) as progress:
+        task = progress.add_task("starting", total=total)
+
+        def advance(description: str, steps: int) -> None:
+            progress.update(task, advance=steps, description=single_line(description))
+
+        yield advance
+
+
+class PlainProgress:
+    """`query 120/800 (15%), 0:42 elapsed` lines: something in a CI log during a long run."""
+
+    def __init__(self, console: Console, total: int, every_s: float = 15.0) -> None:
+        self.console = console
+        self.total = max(total, 1)
+        self.every_s = every_s
+        self.done = 0
+        self.started = self.last = time.monotonic()
+        self.next_mark = self.total / 10
+
+    def __call__(self, description: str, steps: int) -> None:
+        now = time.monotonic()
+        if steps == 0:
+            self._print(f"{description}, {self._elapsed(now)} elapsed")
+            return
+        self.done += steps
+        if (
+            self.done >= self.next_mark
+            or now - self.last >= self.every_s
+            or self.done >= self.total
+        ):
+            while self.next_mark <= self.done:
+                self.next_mark += self.total / 10
+            share = self.done / self.total
+            self._print(
+                f"{description} {self.done}/{self.total} ({share:.0%}), "
+                f"{self._elapsed(now)} elapsed"
+            )
+
+    def _elapsed(self, now: float) -> str:
+        seconds = int(now - self.started)
+        return f"{seconds // 60}:{seconds % 60:02d}"
+
+    def _print(self, text: str) -> None:
+        self.last = time.monotonic()
+        self.console.print(single_line(text), markup=False, highlight=False)
+
+
+def execute_run(
+    *,
+    workload_path: Path,
+    store_path: Path,
+    targets: Sequence[str],
+    dsns: Sequence[str],
+    repetitions: int | None,
+    warmup: int | None,
+    label: str,
+    queries: Sequence[str],
+    keep: bool,
+    pg_bins: Sequence[Path],
+    console: Console,
+    variants: Mapping[str, Mapping[str, str]] | None = None,
+    only_variants: Sequence[str] = (),
+    setup_on_dsn: bool = False,
+    cache: str | None = None,
+) -> int:
+    if repetitions is not None and repetitions < 1:
+        raise PlanshiftError(
+            f"--repetitions {repetitions}: expected a positive number",
+            "for example --repetitions 20",
+        )
+    if warmup is not None and warmup < 0:
+        raise PlanshiftError(f"--warmup {warmup}: expected 0 or more", "for example --warmup 3")
+    if cache is not None and cache not in CACHE_MODES:
+        raise PlanshiftError(f"--cache {cache}: expected warm or cold", "for example --cache cold")
+    workload = load_workload(workload_path)
+    if variants is not None:
+        workload = replace(workload, variants=variants)
+    if only_variants:
+        unknown = [name for name in only_variants if name not in workload.variants]
+        if unknown:
+            raise PlanshiftError(
+                f"{workload_path.name}: no variant {', '.join(map(repr, unknown))}",
+                f"variants: {', '.join(workload.variants)}",
+            )
+        workload = replace(workload, variants={n: workload.variants[n] for n in only_variants})
+    dsn_map = dict(parse_dsn_option(text) for text in dsns)
+    specs = resolve_target_specs(workload.targets, targets, dsn_map)
+    options = RunOptions(
+        label=label,
+        repetitions=repetitions,
+        warmup=warmup,
+        queries=tuple(queries),
+        setup_on_dsn=setup_on_dsn,
+        cache=cache,
+    )
+    sides = len(specs) * len(workload.variants)
+    with (
+        Store(store_path) as store,
+        open_servers(specs, dsns=dsn_map, keep=keep, pg_bins=pg_bins) as servers,
+        progress_bar(console, plan_count(workload, sides, options)) as progress,
+    ):
+        names = ", ".join(s.name for s in servers)
+        text = (
+            f"running {workload.name}: {len(workload.queries)} queries on {names} "
+            f"x variants {', '.join(workload.variants)}"
+        )
+        console.print(single_line(text), markup=False)
+        progress(f"setting up {names}", 0)
+        run_id = run_workload(workload, servers, store, options, progress)
+    for server in servers:
+        if "kept_dir" in server.info:
+            text = (
+                f"kept {server.name}: {server.info['kept_dir']} (stopped; start it with "
+                f"pg_ctl -D {server.info['kept_dir']}/data start, as the server's owner)"
+            )
+            console.print(single_line(text), markup=False)
+    return run_id
+
+
+def compare_from_store(
+    store_path: Path,
+    baseline: str | None,
+    candidate: str | None,
+    run_id: int | None,
+    options: CompareOptions,
+    notes: Console | None = None,
+) -> ComparisonResult:
+    """Compare two sides; `notes` (stderr) hears which sides were chosen when not said in full."""
+
+    def note(text: str) -> None:
+        if notes is not None:
+            notes.print(single_line(text), markup=False, highlight=False)
+
+    with Store(store_path, read_only=True) as store:
+        return compare(store, baseline, candidate, run=run_id, options=options, notes=note)
+
+
+def save_comparison(store_path: Path, result: ComparisonResult) -> int:
+    """Keep a comparison and its findings in the store (tables comparisons, findings)."""
+    with Store(store_path) as store, store.transaction():
+        comparison_id = store.add_comparison(result.baseline, result.candidate, result.run_ids)
+        store.add_findings(comparison_id, result.findings)
+    return comparison_id
+
+
+def compare_and_report(
+    *,
+    store_path: Path,
+    baseline: str | None,
+    candidate: str | None,
+    run_id: int | None,
+    output_format: str | None,
+    outputs: Sequence[str],
+    fail_on: str | None,
+    options: CompareOptions,
+    verbose: bool,
+    console: Console,
+    save: bool = False,
+) -> str | None:
+    """Print or write the reports; returns the worst finding severity (None when clean).
+
+    `outputs` are --output values (FILE, FORMAT:FILE or -), see detector.reports.resolve_outputs.
+    """
+    specs = resolve_outputs(output_format, outputs)
+    gate = gate_severity(fail_on)
+    # stderr: stdout may carry the JSON report
+    notes = Console(stderr=True, highlight=False, markup=False, soft_wrap=True)
+    result = compare_from_store(store_path, baseline, candidate, run_id, options, notes)
+    if save:
+        comparison_id = save_comparison(store_path, result)
+        notes.print(f"comparison {comparison_id} saved in {store_path}")
+    write_reports(result, specs, fail_on=gate, console=console, verbose=verbose)
+    worst = result.worst_severity()
+    return worst.value if worst else None
+
+
+def run_demo(
+    *,
+    store_path: Path,
+    workload: Path | None,
+    repetitions: int | None,
+    console: Console,
+    progress_console: Console,
+) -> None:
+    path = workload or DEMO_WORKLOAD
+    if not path.exists():
+        raise PlanshiftError(
+            f"demo workload {path} not found", "run from a checkout, or pass --workload"
+        )
+    loaded = load_workload(path)
+    variants = list(loaded.variants)
+    if len(variants) != 2:
+        raise PlanshiftError(
+            f"{path.name}: the demo needs exactly two [variants], found {len(variants)}"
+        )
+    run_id = execute_run(
+        workload_path=path,
+        store_path=store_path,
+        targets=[],
+        dsns=[],
+        repetitions=repetitions,
+        warmup=None,
+        label="demo",
+        queries=[],
+        keep=False,
+        pg_bins=[],
+        console=progress_console,
+    )
+    text = f"run {run_id} stored in {store_path}; comparing {variants[0]} -> {variants[1]}"
+    console.print(single_line(text) + "\n", markup=False)
+    options = CompareOptions()
+    result = compare_from_store(store_path, variants[0], variants[1], run_id, options)
+    render_terminal(result, console, verbose=True)
+    text = (
+        f"same comparison as: planshift compare --store {store_path} "
+        f"--baseline {variants[0]} --candidate {variants[1]}"
+    )
+    console.print("\n" + single_line(text), markup=False)
+
+
+def census_from_store(
+    store_path: Path, run_id: int | None, query: str | None, targets: Sequence[str]
+) -> list[QueryCensus]:
+    with Store(store_path, read_only=True) as store:
+        run = run_id if run_id is not None else store.latest_run_id()
+        if run is None:
+            raise PlanshiftError(
+                f"no complete run in {store_path}", "run `planshift run WORKLOAD.toml` first"
+            )
+        records = store.targets([run])
+        if not records:
+            raise PlanshiftError(f"run {run} not found in {store_path}", "see `planshift runs`")
+        if targets:
+            records = [resolve_side(store, name, run) for name in targets]
+        censuses = build_census(store, records, query)
+    if not censuses:
+        raise PlanshiftError(f"no observations for {query or 'any query'} in run {run}")
+    return censuses

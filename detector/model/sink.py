@@ -1,0 +1,77 @@
+"""Where collectors write: the seams between `collectors` and the store.
+
+`detector.store.Store` implements both Protocols; collectors depend on these alone, so they
+never import the store (or duckdb). A test or another backend can pass any object that has
+these methods.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, Protocol
+
+from detector.model.log_rows import LedgerUpdate, LogBatchColumns, LogFileRecord
+from detector.model.observation import Observation
+from detector.model.records import QueryRecord, TargetRecord
+from detector.model.rows import NewPlan
+
+
+class RunSink(Protocol):
+    """What the EXPLAIN runner writes: a run, its targets, queries and observations."""
+
+    def begin_run(
+        self, label: str, *, workload_hash: str | None, tool_version: str, host: str
+    ) -> int: ...
+
+    def add_target(
+        self,
+        run_id: int,
+        name: str,
+        *,
+        source: str,
+        server_version_num: int | None,
+        gucs: Mapping[str, str],
+        info: Mapping[str, Any],
+    ) -> int: ...
+
+    def file_target_info(
+        self, target_id: int, key: str, entry: str, value: dict[str, Any]
+    ) -> None: ...
+
+    def upsert_query(
+        self, query_key: str, *, name: str, sql: str, queryid: int | None = None
+    ) -> None: ...
+
+    def add_observations(self, observations: Sequence[Observation]) -> int: ...
+
+    def finish_run(self, run_id: int, status: str = "complete") -> None: ...
+
+
+class LogSink(Protocol):
+    """What the log reader writes: the ledger of files and batches of observations."""
+
+    def queries(self) -> Mapping[str, QueryRecord]: ...
+
+    def targets(self, run_ids: Sequence[int] | None = None) -> Sequence[TargetRecord]: ...
+
+    def log_column_types(self) -> dict[str, str]: ...
+
+    def log_files(self) -> Sequence[LogFileRecord]: ...
+
+    def add_log_file(
+        self, path: str, *, log_format: str, compressed: bool, head_len: int, head_sha256: str
+    ) -> int: ...
+
+    def add_log_batch(
+        self,
+        file_id: int,
+        columns: LogBatchColumns,
+        shapes: Sequence[NewPlan],
+        queries: Mapping[str, tuple[str, str, int | None]],
+        problems: Sequence[tuple[int, str, str]],
+        ledger: LedgerUpdate,
+        unlabel: Sequence[int] = (),
+        events: Sequence[Sequence[Any]] = (),
+    ) -> None: ...
+
+    def drop_ambiguous_queryids(self) -> int: ...

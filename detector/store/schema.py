@@ -1,0 +1,122 @@
+"""Is this file a planshift store? Its objects compared with what the migrations create.
+
+planshift's tables must be tables (not views), with the columns and types its migrations give
+them, and the file must hold no macros (they shadow built-in functions) and no generated
+columns: code that would run when planshift reads. A DBA's own extra tables and views (under
+other names) are left alone: planshift never reads them. The reference schema of each version
+is built once per process in an in-memory database from the same migration files.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import duckdb
+
+from detector.errors import PlanshiftError
+from detector.store.connection import SAFE_CONFIG
+from detector.store.migrate import SCHEMA_VERSION_DDL, Migration
+
+Columns = Mapping[str, tuple[tuple[str, str], ...]]
+
+_NOT_OURS_HINT = (
+    "pass another --store path; planshift does not read or write into foreign databases"
+)
+_CODE_OBJECTS = (
+    (
+        "macro",
+        "SELECT DISTINCT schema_name || '.' || function_name FROM duckdb_functions() "
+        "WHERE NOT internal AND function_type IN ('macro', 'table_macro')",
+    ),
+    (
+        "generated column",
+        "SELECT table_name || '.' || column_name FROM duckdb_columns() "
+        "WHERE NOT internal AND is_generated",
+    ),
+)
+
+
+def user_tables(con: Any) -> set[str]:
+    rows = con.execute(
+        "SELECT schema_name, table_name FROM duckdb_tables() WHERE NOT internal"
+    ).fetchall()
+    return {name if schema == "main" else f"{schema}.{name}" for schema, name in rows}
+
+
+def refuse_code(con: Any, path: Path, migrations: Sequence[Migration]) -> None:
+    """Macros, generated columns and views named like planshift's tables run when read."""
+    ours = set(reference_columns(tuple(migrations)))
+    rows = con.execute(
+        "SELECT schema_name, view_name FROM duckdb_views() WHERE NOT internal"
+    ).fetchall()
+    views = [name for schema, name in rows if schema == "main" and name in ours]
+    found = [("view", views)] + [
+        (kind, [row[0] for row in con.execute(sql).fetchall()]) for kind, sql in _CODE_OBJECTS
+    ]
+    for kind, names in found:
+        if names:
+            raise PlanshiftError(
+                f"{path} is not a planshift store as planshift wrote it: it has the {kind} "
+                f"{', '.join(sorted(names))} (code that runs when the store is read; "
+                "planshift creates none)",
+                _NOT_OURS_HINT,
+            )
+
+
+def columns_of(con: Any) -> dict[str, tuple[tuple[str, str], ...]]:
+    rows = con.execute(
+        "SELECT schema_name, table_name, column_name, data_type FROM duckdb_columns() "
+        "WHERE NOT internal ORDER BY schema_name, table_name, column_index"
+    ).fetchall()
+    found: dict[str, list[tuple[str, str]]] = {}
+    for schema, table, column, data_type in rows:
+        found.setdefault(table if schema == "main" else f"{schema}.{table}", []).append(
+            (column, data_type)
+        )
+    return {table: tuple(columns) for table, columns in found.items()}
+
+
+def check_schema_version_table(con: Any, path: Path) -> None:
+    _compare(path, {"schema_version": columns_of(con).get("schema_version", ())}, _bootstrap())
+
+
+def check_schema(con: Any, path: Path, migrations: Sequence[Migration], version: int) -> None:
+    """The tables and columns of version `version` exactly; refuse anything else."""
+    _compare(path, columns_of(con), reference_columns(tuple(migrations[:version])))
+
+
+def _compare(path: Path, actual: Columns, expected: Columns) -> None:
+    missing = sorted(set(expected) - set(actual))
+    changed = sorted(t for t in set(actual) & set(expected) if actual[t] != expected[t])
+    problems = [
+        f"{label} {', '.join(names)}"
+        for label, names in (
+            ("missing tables", missing),
+            ("tables with other columns", changed),
+        )
+        if names
+    ]
+    if problems:
+        raise PlanshiftError(
+            f"{path} is not a planshift store as planshift wrote it: {'; '.join(problems)}",
+            _NOT_OURS_HINT,
+        )
+
+
+@lru_cache(maxsize=1)
+def _bootstrap() -> Columns:
+    with duckdb.connect(":memory:", config=SAFE_CONFIG) as con:
+        con.execute(SCHEMA_VERSION_DDL)
+        return columns_of(con)
+
+
+@lru_cache(maxsize=16)
+def reference_columns(migrations: tuple[Migration, ...]) -> Columns:
+    with duckdb.connect(":memory:", config=SAFE_CONFIG) as con:
+        con.execute(SCHEMA_VERSION_DDL)
+        for migration in migrations:
+            con.execute(migration.sql)
+        return columns_of(con)

@@ -1,0 +1,3 @@
+"""planshift's version: the one place it is written (pyproject reads it from here)."""
+
+__version__ = "0.1.0"
