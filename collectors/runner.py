@@ -13,7 +13,6 @@ reset after each execution and each query).
 
 from __future__ import annotations
 
-import hashlib
 import json
 import random
 import socket
@@ -33,6 +32,7 @@ from collectors.servers.targets import Server
 from collectors.session import connect, one_statement, reset_session
 from detector.errors import PlanshiftError
 from detector.model import Observation, Plan, fingerprint, parse_plan
+from detector.model.identity import workload_query_key
 from detector.model.sink import RunSink
 from detector.model.workload import Query, Workload
 from detector.version import __version__
@@ -97,12 +97,7 @@ def side_name(server: str, variant: str, servers: int, variants: int) -> str:
 
 
 def query_key(query: Query) -> str:
-    """Identity of a workload query: its name (a sweep point is a column of its own).
-
-    Two queries that differ only in constants or comments are still two queries; matching the
-    same SQL across sources (logs, pg_stat_statements) is the text fingerprint's job.
-    """
-    return hashlib.sha256(f"workload-query:{query.name}".encode()).hexdigest()[:16]
+    return workload_query_key(query.name)
 
 
 def _execute(

@@ -19,6 +19,7 @@ from detector.model import (
     Verdict,
     normalized_cost,
 )
+from detector.model.units import fmt_duration
 from rules.base import Rule, get_rule
 
 _BY_CODE: dict[str, Rule] = {}
@@ -117,18 +118,6 @@ def relative_gap(a: float, b: float) -> float:
     return abs(a - b) / top if top > 0 else 0.0
 
 
-def fmt_ms(value: float | None) -> str:
-    if value is None:
-        return "?"
-    if value >= 100:
-        return f"{value:.0f} ms"
-    if value >= 10:
-        return f"{value:.1f} ms"
-    if value >= 1:
-        return f"{value:.2f} ms"
-    return f"{value:.3f} ms" if value >= 0.01 else f"{value:.2g} ms"
-
-
 def fmt_cost(value: float) -> str:
     return f"{value:.1f}"
 
@@ -153,12 +142,6 @@ def fmt_blocks(blocks: float) -> str:
     return f"{fmt_count(blocks)} blocks ({unit})"
 
 
-def fmt_ratio(value: float) -> str:
-    """Two decimals, three when that would print 1.00 for a ratio that is not exactly 1."""
-    text = f"{value:.2f}"
-    return f"{value:.3f}" if text == "1.00" and value != 1.0 else text
-
-
 def census(side: Side, who: str) -> str | None:
     """`candidate used 2 shapes: 70% A, 30% B` when a side mixes plan shapes, else None."""
     total = side.samples
@@ -180,8 +163,8 @@ def percentiles_text(baseline: TimingStats | None, candidate: TimingStats | None
     if baseline is None or candidate is None:
         return None
     return (
-        f"median {fmt_ms(baseline.median_ms)} -> {fmt_ms(candidate.median_ms)}, "
-        f"p90 {fmt_ms(baseline.p90_ms)} -> {fmt_ms(candidate.p90_ms)}"
+        f"median {fmt_duration(baseline.median_ms)} -> {fmt_duration(candidate.median_ms)}, "
+        f"p90 {fmt_duration(baseline.p90_ms)} -> {fmt_duration(candidate.p90_ms)}"
     )
 
 

@@ -6,26 +6,12 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from detector.model import Finding, QueryComparison, Severity, Side, Verdict
+from detector.model.settings import COST_SETTINGS, COST_UNIT_SETTINGS
+from detector.model.units import fmt_ratio
 from rules.base import rule
-from rules.common import emit, fmt_cost, fmt_ratio, plan_cost, relative_gap, timing_evidence
-from rules.gucs import COST_UNIT_SETTINGS, changes_text, settings_changes
+from rules.common import emit, fmt_cost, plan_cost, relative_gap, timing_evidence
+from rules.gucs import changes_text, settings_changes
 
-#: Settings that move plan costs (or, like prefetching, the clock without the cost).
-COST_SETTINGS = (
-    "random_page_cost",
-    "seq_page_cost",
-    "cpu_tuple_cost",
-    "cpu_index_tuple_cost",
-    "cpu_operator_cost",
-    "effective_cache_size",
-    "effective_io_concurrency",
-    "maintenance_io_concurrency",
-    "work_mem",
-    "parallel_setup_cost",
-    "parallel_tuple_cost",
-    "max_parallel_workers_per_gather",
-    "min_parallel_table_scan_size",
-)
 _GENERIC_HINT = "random_page_cost, effective_io_concurrency?"
 
 

@@ -9,152 +9,18 @@ against an unset random_page_cost is no difference.
 
 from __future__ import annotations
 
-import functools
-import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from detector.model import Side
-
-#: Settings that scale the cost of every plan: with different values on the two sides the
-#: costs are in different units and do not compare.
-COST_UNIT_SETTINGS = (
-    "random_page_cost",
-    "seq_page_cost",
-    "cpu_tuple_cost",
-    "cpu_index_tuple_cost",
-    "cpu_operator_cost",
-    "effective_cache_size",
+from detector.model.settings import (
+    CATEGORIES,
+    NOT_AVAILABLE,
+    VERSIONED_DEFAULTS,
+    category,
+    default_of,
+    normalized,
 )
-#: Settings that move the clock without moving any cost (seed 001: prefetching).
-IO_SETTINGS = (
-    "effective_io_concurrency",
-    "maintenance_io_concurrency",
-    "io_method",
-    "io_combine_limit",
-    "io_workers",
-    "io_max_concurrency",
-    "debug_io_direct",
-    "shared_buffers",
-    "huge_pages",
-    "track_io_timing",
-)
-MEMORY_SETTINGS = ("work_mem", "hash_mem_multiplier", "temp_buffers", "maintenance_work_mem")
-PARALLEL_SETTINGS = (
-    "max_parallel_workers_per_gather",
-    "max_parallel_workers",
-    "max_worker_processes",
-    "parallel_setup_cost",
-    "parallel_tuple_cost",
-    "min_parallel_table_scan_size",
-    "min_parallel_index_scan_size",
-    "parallel_leader_participation",
-    "debug_parallel_query",
-    "force_parallel_mode",
-)
-JOIN_SEARCH_SETTINGS = ("join_collapse_limit", "from_collapse_limit")
-CATEGORIES = (
-    "cost units",
-    "plan methods",
-    "memory",
-    "parallelism",
-    "jit",
-    "join search",
-    "i/o",
-    "other",
-)
-
-_DEFAULTS: Mapping[str, str] = {
-    "random_page_cost": "4",
-    "seq_page_cost": "1",
-    "cpu_tuple_cost": "0.01",
-    "cpu_index_tuple_cost": "0.005",
-    "cpu_operator_cost": "0.0025",
-    "effective_cache_size": "4GB",
-    "work_mem": "4MB",
-    "hash_mem_multiplier": "2",
-    "max_parallel_workers_per_gather": "2",
-    "max_parallel_workers": "8",
-    "parallel_setup_cost": "1000",
-    "parallel_tuple_cost": "0.1",
-    "min_parallel_table_scan_size": "8MB",
-    "min_parallel_index_scan_size": "512kB",
-    "jit": "on",
-    "jit_above_cost": "100000",
-    "jit_inline_above_cost": "500000",
-    "jit_optimize_above_cost": "500000",
-    "join_collapse_limit": "8",
-    "from_collapse_limit": "8",
-    "geqo_threshold": "12",
-    "default_statistics_target": "100",
-}
-#: defaults that changed in a major version: name -> ((first major, value), ...), oldest first
-_VERSIONED_DEFAULTS: Mapping[str, tuple[tuple[int, str], ...]] = {
-    "effective_io_concurrency": ((0, "1"), (18, "16")),
-    "maintenance_io_concurrency": ((0, "10"), (18, "16")),
-}
-_OFF_BY_DEFAULT = ("enable_partitionwise_join", "enable_partitionwise_aggregate")
-_MEMORY = re.compile(r"^(\d+(?:\.\d+)?)\s*(B|kB|MB|GB|TB)$")
-_UNITS = {"B": 1 / 1024, "kB": 1, "MB": 1024, "GB": 1024**2, "TB": 1024**3}
-
-
-def category(name: str) -> str:
-    if name in COST_UNIT_SETTINGS:
-        return "cost units"
-    if name.startswith("enable_"):
-        return "plan methods"
-    if name in MEMORY_SETTINGS:
-        return "memory"
-    if name in PARALLEL_SETTINGS:
-        return "parallelism"
-    if name.startswith("jit"):
-        return "jit"
-    if name in JOIN_SEARCH_SETTINGS or name.startswith("geqo"):
-        return "join search"
-    if name in IO_SETTINGS:
-        return "i/o"
-    return "other"
-
-
-#: settings a version does not have before this major: shown as "n/a" there, not "default"
-_INTRODUCED: Mapping[str, int] = {
-    "io_method": 18,
-    "io_workers": 18,
-    "io_max_concurrency": 18,
-    "io_combine_limit": 17,
-    "debug_io_direct": 16,
-}
-NOT_AVAILABLE = "n/a"
-
-
-def default_of(name: str, version_num: int | None) -> str | None:
-    """The server default of a planner setting, when planshift knows it; "n/a" for a setting
-    the version does not have."""
-    if version_num and name in _INTRODUCED and version_num // 10000 < _INTRODUCED[name]:
-        return NOT_AVAILABLE
-    if name in _VERSIONED_DEFAULTS:
-        major = (version_num or 0) // 10000
-        value = _VERSIONED_DEFAULTS[name][0][1]
-        for since, moved in _VERSIONED_DEFAULTS[name]:
-            if major >= since:
-                value = moved
-        return value
-    if name.startswith("enable_"):
-        return "off" if name in _OFF_BY_DEFAULT else "on"
-    return _DEFAULTS.get(name)
-
-
-@functools.lru_cache(maxsize=4096)  # a comparison asks about the same few values per query
-def normalized(value: str) -> str:
-    """`64MB` and `65536kB` are one value, so are `4` and `4.0`, `ON` and `on`."""
-    text = value.strip()
-    memory = _MEMORY.match(text)
-    if memory:
-        return f"{float(memory.group(1)) * _UNITS[memory.group(2)]:g}kB"
-    try:
-        return f"{float(text):g}"
-    except ValueError:
-        return text.lower()
 
 
 def side_settings(side: Side) -> dict[str, str]:
@@ -239,7 +105,7 @@ def settings_changes(
         left, right = dict(baseline.settings), dict(candidate.settings)
     # a default that moved between the sides' versions differs even where neither lists it
     moved = (
-        set(_VERSIONED_DEFAULTS)
+        set(VERSIONED_DEFAULTS)
         if baseline.server_version_num != candidate.server_version_num
         else set()
     )

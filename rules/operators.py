@@ -7,8 +7,9 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from detector.model import Finding, Plan, PlanNode, QueryComparison, Severity, Verdict
+from detector.model.units import fmt_duration
 from rules.base import rule
-from rules.common import emit, flip_context, fmt_ms
+from rules.common import emit, flip_context
 from rules.gucs import changes_text, settings_changes, side_settings
 from rules.matching import (
     GATHER_NODES,
@@ -212,10 +213,10 @@ def jit_newly_used(comparison: QueryComparison, options: Mapping[str, Any]) -> I
     context = flip_context(comparison, None)
     head = "JIT newly used"
     if jit_ms is not None:
-        head += f": {fmt_ms(jit_ms)} compiling"
+        head += f": {fmt_duration(jit_ms)} compiling"
         if cand_plan.execution_ms:
             share = 100 * jit_ms / cand_plan.execution_ms
-            head += f" in a {fmt_ms(cand_plan.execution_ms)} execution ({share:.0f}%)"
+            head += f" in a {fmt_duration(cand_plan.execution_ms)} execution ({share:.0f}%)"
     jit_settings = [
         c
         for c in settings_changes(comparison.baseline, comparison.candidate)

@@ -7,8 +7,9 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from detector.model import Finding, QueryComparison, Severity
+from detector.model.units import fmt_duration, fmt_ratio
 from rules.base import rule
-from rules.common import emit, fmt_ms, fmt_ratio, timing_evidence
+from rules.common import emit, timing_evidence
 from rules.gucs import changes_text, settings_changes, version_change
 
 
@@ -79,8 +80,8 @@ def planning_time_regression(
     if c25 <= b75:
         return
     ratio = c50 / b50 if b50 > 0 else None
-    head = f"planning {fmt_ms(b50)} -> {fmt_ms(c50)} median"
-    spread = f"p25 {fmt_ms(c25)} above the baseline's p75 {fmt_ms(b75)}"
+    head = f"planning {fmt_duration(b50)} -> {fmt_duration(c50)} median"
+    spread = f"p25 {fmt_duration(c25)} above the baseline's p75 {fmt_duration(b75)}"
     head += f" ({fmt_ratio(ratio)}x; {spread})" if ratio else f" ({spread})"
     parts = [head]
     search = [
@@ -96,7 +97,7 @@ def planning_time_regression(
     execution = comparison.candidate.timing
     if execution is not None and c50 > execution.median_ms:
         parts.append(
-            f"planning now takes longer than execution (median {fmt_ms(execution.median_ms)})"
+            f"planning now takes longer than execution (median {fmt_duration(execution.median_ms)})"
         )
     evidence: dict[str, Any] = {
         "baseline_planning_median_ms": b50,

@@ -11,8 +11,9 @@ from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from detector.model import Finding, PlanNode, PlanVariant, QueryComparison, Severity
+from detector.model.units import fmt_ratio
 from rules.base import rule
-from rules.common import emit, fmt_blocks, fmt_count, fmt_ratio, timing_evidence
+from rules.common import emit, fmt_blocks, fmt_count, timing_evidence
 from rules.gucs import changes_text, settings_changes
 from rules.matching import (
     RelationKey,

@@ -6,27 +6,10 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from detector.model import Finding, Plan, QueryComparison, Severity
+from detector.model.settings import CATEGORIES, ENABLES, normalized
 from rules.base import rule
 from rules.common import emit, timing_evidence
-from rules.gucs import CATEGORIES, SettingChange, normalized, settings_changes, version_change
-
-#: enable_* setting -> the node it allows (Aggregate means a hashed Aggregate)
-ENABLES: Mapping[str, str] = {
-    "enable_seqscan": "Seq Scan",
-    "enable_indexscan": "Index Scan",
-    "enable_indexonlyscan": "Index Only Scan",
-    "enable_bitmapscan": "Bitmap Heap Scan",
-    "enable_tidscan": "Tid Scan",
-    "enable_nestloop": "Nested Loop",
-    "enable_hashjoin": "Hash Join",
-    "enable_mergejoin": "Merge Join",
-    "enable_hashagg": "Aggregate",
-    "enable_sort": "Sort",
-    "enable_incremental_sort": "Incremental Sort",
-    "enable_material": "Materialize",
-    "enable_memoize": "Memoize",
-    "enable_gathermerge": "Gather Merge",
-}
+from rules.gucs import SettingChange, settings_changes, version_change
 
 
 def _node_types(plan: Plan) -> set[str]:

@@ -53,8 +53,9 @@ from detector.model import (
     parse_plan,
     signature,
 )
+from detector.model.units import fmt_duration, fmt_ratio
 from rules import base
-from rules.common import fmt_ms, fmt_ratio, relative_gap
+from rules.common import relative_gap
 from rules.plan_flip import index_to_bitmap_pairs
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -295,12 +296,13 @@ def test_index_to_bitmap_pairs_match_by_relation_and_index() -> None:
 
 
 def test_number_formatting() -> None:
-    assert [fmt_ms(v) for v in (0.004, 0.4, 2.1, 14.6, 101.9)] == [
-        "0.004 ms",
+    assert [fmt_duration(v) for v in (0.004, 0.4, 2.1, 14.6, 101.9, None)] == [
+        "0.0040 ms",
         "0.400 ms",
         "2.10 ms",
         "14.6 ms",
         "102 ms",
+        "?",
     ]
     assert fmt_ratio(0.966) == "0.97" and fmt_ratio(0.9962) == "0.996" and fmt_ratio(1.0) == "1.00"
     assert relative_gap(4703.7, 4475.5) == pytest.approx(0.0485, abs=1e-4)

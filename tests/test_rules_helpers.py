@@ -12,11 +12,10 @@ from typing import Any
 import pytest
 
 from detector.model import Plan, PlanVariant, Side, parse_plan
+from detector.model.settings import default_of, normalized
 from rules import matching
 from rules.estimates import misestimates
 from rules.gucs import (
-    default_of,
-    normalized,
     settings_changes,
     side_settings,
     version_change,

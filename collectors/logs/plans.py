@@ -17,7 +17,6 @@ its entry is a plan with no duration.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 from dataclasses import dataclass
@@ -33,10 +32,10 @@ from collectors.logs.redact import anonymize_sql, redact_passwords, sets_passwor
 from collectors.logs.textplan import parse_text_plan
 from detector.errors import PlanshiftError
 from detector.model import Plan, parse_plan
+from detector.model.identity import normalize, text_query_key
 
 _DURATION = re.compile(r"^duration: ([\d.]+) ms")
 _PARAMETER = re.compile(r"\$(\d+) = (?:'((?:[^']|'')*)'|(NULL))(?:, |$)")
-_CONSTANTS = frozenset({"ICONST", "FCONST", "SCONST", "BCONST", "XCONST", "USCONST"})
 _TEXT_KEYS = ("Query Text: ", "Query Parameters: ", "Query Identifier: ", "Settings: ")
 CACHE_LIMIT = 50_000
 LABEL_LIMIT = 500_000  # queryids remembered for QueryKeys.label
@@ -135,31 +134,6 @@ def parameters_json(text: str) -> str:
     return "{" + ", ".join(members) + "}"
 
 
-def normalize(sql: str) -> tuple[str, tuple[str, ...]]:
-    """SQL with each constant replaced by $n (numbered after existing params), and the constants
-    (pglast's token offsets count characters, not bytes)."""
-    try:
-        tokens = pg_parser.scan(sql)
-    except pg_parser.ParseError:
-        return sql, ()
-    constants = [t for t in tokens if t.name in _CONSTANTS]
-    if not constants:
-        return sql, ()
-    base = max(
-        (int(sql[t.start + 1 : t.end + 1] or 0) for t in tokens if t.name == "PARAM"), default=0
-    )
-    pieces: list[str] = []
-    literals: list[str] = []
-    position = 0
-    for number, token in enumerate(constants, start=base + 1):
-        pieces.append(sql[position : token.start])
-        pieces.append(f"${number}")
-        literals.append(sql[token.start : token.end + 1])
-        position = token.end + 1
-    pieces.append(sql[position:])
-    return "".join(pieces), tuple(literals)
-
-
 class QueryKeys:
     """Query identity from the text, cached per exact text; queryid labels checked against it.
     `anonymize`: the SQL is normalized even when the lexer fails (constants masked), and no
@@ -200,10 +174,7 @@ class QueryKeys:
 
     def _compute(self, text: str) -> QueryIdentity:
         sql, literals = normalize(text)
-        try:
-            key = str(pg_parser.fingerprint(text))
-        except pg_parser.ParseError:
-            key = "text:" + hashlib.sha256(sql.encode()).hexdigest()[:16]
+        key = text_query_key(text, sql)
         secret = sets_password(text)
         planned = explain_only(text)
         if self.anonymize:

@@ -113,7 +113,7 @@ def redact_message(text: str) -> str:
 
 def anonymize_sql(sql: str) -> str:
     """`sql` with every constant replaced by $n (the lexer), or by ? when it cannot lex."""
-    from collectors.logs.plans import normalize
+    from detector.model.identity import normalize
 
     normalized, literals = normalize(sql)
     if literals or _lexes(sql):

@@ -15,6 +15,7 @@ from detector.cli.common import (
     check_format,
     out,
     print_json,
+    progress,
     user_errors,
 )
 
@@ -71,7 +72,12 @@ def ingest(
         options = replace(options, workers=jobs)
     with user_errors():
         reports = ingest_logs(
-            store_path=store, files=logs, source=source, options=options, console=out
+            store_path=store,
+            files=logs,
+            source=source,
+            options=options,
+            console=out,
+            progress_console=progress,
         )
     plans = sum(report.plans for report in reports)
     problems = sum(report.problem_count for report in reports)

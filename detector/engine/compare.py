@@ -84,12 +84,7 @@ def resolve_side(store: Store, spec: str, run_id: int | None) -> TargetRecord:
                 f"{spec!r}: the run after '@' must be a run id", "see `planshift runs`"
             )
         run_id = int(run_text)
-    if run_id is None:
-        run_id = store.latest_run_id()
-        if run_id is None:
-            raise PlanshiftError(
-                f"no complete run in {store.path}", "run `planshift run WORKLOAD.toml` first"
-            )
+    run_id = store.run_or_latest(run_id)
     targets = store.targets([run_id])
     if not targets:
         raise PlanshiftError(f"run {run_id} not found in {store.path}", "see `planshift runs`")

@@ -57,11 +57,7 @@ def resolve_pair(
 
 
 def _complete_runs(store: Store) -> list[int]:
-    latest = store.latest_run_id()
-    if latest is None:
-        raise PlanshiftError(
-            f"no complete run in {store.path}", "run `planshift run WORKLOAD.toml` first"
-        )
+    latest = store.run_or_latest(None)
     runs = [r.run_id for r in store.runs() if r.status == "complete"]
     return [latest, *sorted((r for r in runs if r != latest), reverse=True)]
 

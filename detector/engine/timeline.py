@@ -25,6 +25,7 @@ from itertools import pairwise
 from detector.engine.timeline_causes import FlipCause, flip_causes, plan_names, version_changes
 from detector.errors import PlanshiftError
 from detector.model.log_rows import LogObservationRow
+from detector.model.units import fmt_ms
 from detector.store import PgssSnapshotRow, Store
 
 MAX_SEGMENTS = 12
@@ -116,10 +117,6 @@ class QueryTimeline:
         return lines
 
 
-def ms_text(value: float | None) -> str:
-    return "-" if value is None else f"{value:.3f}" if value < 10 else f"{value:.1f}"
-
-
 def clock(moment: datetime) -> str:
     return moment.strftime("%Y-%m-%d %H:%M:%S.%f")[:-3]
 
@@ -130,8 +127,8 @@ def _flip_line(before: Segment, after: Segment, causes: Sequence[FlipCause] = ()
         factor = after.median_ms / before.median_ms
         ratio = f" ({factor:.1f}x slower)" if factor >= 1 else f" ({1 / factor:.1f}x faster)"
     return (
-        f"  >> FLIP at {clock(after.start)}: median {ms_text(before.median_ms)} -> "
-        f"{ms_text(after.median_ms)} ms{ratio}, cost {before.median_cost:.1f} -> "
+        f"  >> FLIP at {clock(after.start)}: median {fmt_ms(before.median_ms)} -> "
+        f"{fmt_ms(after.median_ms)} ms{ratio}, cost {before.median_cost:.1f} -> "
         f"{after.median_cost:.1f}"
         + ("; after: " + "; ".join(cause.label() for cause in causes) if causes else "")
     )

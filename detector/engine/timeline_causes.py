@@ -18,13 +18,8 @@ from pathlib import PurePath
 
 from detector.model import Plan
 from detector.model.log_rows import LogEventRow, LogObservationRow
+from detector.model.settings import is_planner_setting
 
-PLANNER_SETTING = re.compile(
-    r"enable_\w+|\w+_cost|\w+_collapse_limit|geqo\w*|jit\w*|work_mem|hash_mem_multiplier"
-    r"|effective_cache_size|effective_io_concurrency|default_statistics_target|plan_cache_mode"
-    r"|constraint_exclusion|cursor_tuple_fraction|max_parallel_workers\w*|min_parallel_\w+"
-    r"|parallel_\w+|search_path|recursive_worktable_factor|random_page_cost|seq_page_cost"
-)
 _NO_TIME = datetime.min.replace(tzinfo=UTC)
 _PAIR = re.compile(r"(\w+) = '((?:[^']|'')*)'")
 
@@ -70,7 +65,7 @@ def version_changes(events: Sequence[LogEventRow]) -> set[int]:
 
 def _explains(event: LogEventRow, names: set[str], new_version: bool) -> bool:
     if event.kind == "setting":
-        return event.subject is not None and PLANNER_SETTING.fullmatch(event.subject) is not None
+        return event.subject is not None and is_planner_setting(event.subject)
     if event.kind == "start":
         return new_version
     if event.kind in ("autovacuum", "autoanalyze", "ddl"):

@@ -78,9 +78,7 @@ def approve(
 ) -> tuple[int, int, int]:
     """Record every plan shape the target used per query (and point); (plans, added, removed)."""
     with Store(store_path, read_only=True) as store:
-        run = run_id if run_id is not None else store.latest_run_id()
-        if run is None:
-            raise PlanshiftError(f"no complete run in {store_path}")
+        run = store.run_or_latest(run_id)
         targets = store.targets([run])
         if target is None:
             if len(targets) != 1:

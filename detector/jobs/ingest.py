@@ -2,21 +2,13 @@
 
 from __future__ import annotations
 
+import functools
 import socket
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
 
 from rich.console import Console
-from rich.progress import (
-    BarColumn,
-    DownloadColumn,
-    Progress,
-    TextColumn,
-    TimeRemainingColumn,
-    TransferSpeedColumn,
-)
 
 from collectors.logs.autoexplain import FileReport, IngestOptions, LogIngest, check_log
 from collectors.setup_check import Check
@@ -28,6 +20,8 @@ from detector.engine.timeline import (
     store_pgss_deltas,
 )
 from detector.errors import PlanshiftError
+from detector.jobs.progress import progress_bar
+from detector.model.identity import text_query_key
 from detector.reports.timeline_terminal import render_timeline
 from detector.store import Store
 from detector.version import __version__
@@ -43,8 +37,10 @@ def ingest_logs(
     source: str,
     options: IngestOptions,
     console: Console,
+    progress_console: Console | None = None,
 ) -> list[FileReport]:
-    """Ingest each file into a new run with one log target named `source`."""
+    """Ingest each file into a new run with one log target named `source`; `progress_console`
+    (stderr) shows the bytes read."""
     missing = [str(path) for path in files if not path.is_file()]
     if missing:
         raise PlanshiftError(f"no such log file: {', '.join(missing)}", "pass server log files")
@@ -83,8 +79,9 @@ def ingest_logs(
             )
             ingest = LogIngest(store, target_id, options)
             for path in files:
-                with progress_bar(console, path) as advance:
-                    report = ingest.ingest(path, advance)
+                size = None if path.suffix == ".gz" else path.stat().st_size
+                with progress_bar(progress_console, size, label=path.name, in_bytes=True) as advance:
+                    report = ingest.ingest(path, functools.partial(advance, path.name))
                 reports.append(report)
                 print_report(report, console)
             store.finish_run(run_id)
@@ -92,24 +89,6 @@ def ingest_logs(
             store.finish_run(run_id, "failed")
             raise
     return reports
-
-
-@contextmanager
-def progress_bar(console: Console, path: Path) -> Iterator[Callable[[int], None]]:
-    """A transient bar of the bytes read (on a terminal only; gzip: no total known)."""
-    columns = (
-        TextColumn("{task.description}", markup=False),
-        BarColumn(),
-        DownloadColumn(),
-        TransferSpeedColumn(),
-        TimeRemainingColumn(),
-    )
-    with Progress(
-        *columns, console=console, transient=True, disable=not console.is_terminal
-    ) as bar:
-        total = None if path.suffix == ".gz" else path.stat().st_size
-        task = bar.add_task(path.name, total=total)
-        yield lambda done: bar.advance(task, done)
 
 
 def print_report(report: FileReport, console: Console) -> None:
@@ -234,8 +213,6 @@ def _latest_log_time(store: Store) -> datetime | None:
 def attach_pgss(timelines: Sequence[QueryTimeline], deltas: Sequence[PgssDelta]) -> None:
     """pgss deltas of the same statement (queryid, else normalized-text fingerprint), kept
     when their interval touches the timeline's time range."""
-    from pglast.parser import ParseError, fingerprint
-
     keys: dict[str, str] = {}
     for timeline in timelines:
         first, last = timeline.segments[0].start, timeline.segments[-1].end
@@ -243,10 +220,7 @@ def attach_pgss(timelines: Sequence[QueryTimeline], deltas: Sequence[PgssDelta])
             same = delta.queryid in timeline.queryids
             if not same and delta.query:
                 if delta.query not in keys:
-                    try:
-                        keys[delta.query] = str(fingerprint(delta.query))
-                    except ParseError:
-                        keys[delta.query] = ""
+                    keys[delta.query] = text_query_key(delta.query)
                 same = keys[delta.query] == timeline.query_key
             if same and delta.end >= first and delta.start <= last:
                 timeline.pgss.append(delta)

@@ -2,21 +2,19 @@
 
 from __future__ import annotations
 
-import time
-from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
-from collectors.runner import ProgressCallback, RunOptions, plan_count, run_workload
+from collectors.runner import RunOptions, plan_count, run_workload
 from collectors.servers.targets import open_servers, parse_dsn_option, resolve_target_specs
 from detector.engine.census import QueryCensus, build_census
 from detector.engine.compare import CompareOptions, resolve_side
 from detector.engine.store_compare import compare
 from detector.errors import PlanshiftError
+from detector.jobs.progress import progress_bar
 from detector.jobs.workload import load_workload
 from detector.model import ComparisonResult
 from detector.model.workload import CACHE_MODES
@@ -27,68 +25,6 @@ from detector.store import Store
 
 # a symlink to examples/demo/workload.toml in a checkout, the file itself in a wheel
 DEMO_WORKLOAD = Path(__file__).resolve().parent / "demo_workload.toml"
-
-
-@contextmanager
-def progress_bar(console: Console, total: int) -> Iterator[ProgressCallback]:
-    """A rich progress bar on a terminal; plain lines (every ~10% or 15 s) otherwise, for CI logs.
-
-    A call with 0 steps names a step that moves no bar (setting up a server)."""
-    if not console.is_terminal:
-        yield PlainProgress(console, total)
-        return
-    columns = (
-        TextColumn("{task.description:<28}", markup=False),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeRemainingColumn(),
-    )
-    with Progress(*columns, console=console, transient=True) as progress:
-        task = progress.add_task("starting", total=total)
-
-        def advance(description: str, steps: int) -> None:
-            progress.update(task, advance=steps, description=single_line(description))
-
-        yield advance
-
-
-class PlainProgress:
-    """`query 120/800 (15%), 0:42 elapsed` lines: something in a CI log during a long run."""
-
-    def __init__(self, console: Console, total: int, every_s: float = 15.0) -> None:
-        self.console = console
-        self.total = max(total, 1)
-        self.every_s = every_s
-        self.done = 0
-        self.started = self.last = time.monotonic()
-        self.next_mark = self.total / 10
-
-    def __call__(self, description: str, steps: int) -> None:
-        now = time.monotonic()
-        if steps == 0:
-            self._print(f"{description}, {self._elapsed(now)} elapsed")
-            return
-        self.done += steps
-        if (
-            self.done >= self.next_mark
-            or now - self.last >= self.every_s
-            or self.done >= self.total
-        ):
-            while self.next_mark <= self.done:
-                self.next_mark += self.total / 10
-            share = self.done / self.total
-            self._print(
-                f"{description} {self.done}/{self.total} ({share:.0%}), "
-                f"{self._elapsed(now)} elapsed"
-            )
-
-    def _elapsed(self, now: float) -> str:
-        seconds = int(now - self.started)
-        return f"{seconds // 60}:{seconds % 60:02d}"
-
-    def _print(self, text: str) -> None:
-        self.last = time.monotonic()
-        self.console.print(single_line(text), markup=False, highlight=False)
 
 
 def execute_run(
@@ -268,11 +204,7 @@ def census_from_store(
     store_path: Path, run_id: int | None, query: str | None, targets: Sequence[str]
 ) -> list[QueryCensus]:
     with Store(store_path, read_only=True) as store:
-        run = run_id if run_id is not None else store.latest_run_id()
-        if run is None:
-            raise PlanshiftError(
-                f"no complete run in {store_path}", "run `planshift run WORKLOAD.toml` first"
-            )
+        run = store.run_or_latest(run_id)
         records = store.targets([run])
         if not records:
             raise PlanshiftError(f"run {run} not found in {store_path}", "see `planshift runs`")

@@ -20,7 +20,8 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
 from detector.model import QueryComparison
-from detector.reports.common import SweepGroup, fmt_ms, fmt_number, fmt_tick
+from detector.model.units import fmt_ms
+from detector.reports.common import SweepGroup, fmt_number, fmt_tick
 from detector.reports.escape import for_matplotlib
 from detector.reports.sweeps import SweepAnalysis
 

@@ -5,7 +5,6 @@ Findings carry the query key and the sweep point, so each belongs to one query c
 
 from __future__ import annotations
 
-import math
 import re
 from collections import Counter
 from collections.abc import Mapping
@@ -22,16 +21,6 @@ def version_text(num: int | None) -> str:
         return "?"
     major, minor = divmod(num, 10000)
     return f"{major}.{minor}"
-
-
-def fmt_ms(value: float | None) -> str:
-    """Durations with three significant digits, never in exponent form: 0.0621, 1.41, 18.1, 1234."""
-    if value is None or math.isnan(value):
-        return "-"
-    if value == 0:
-        return "0"
-    digits = max(0, 2 - math.floor(math.log10(abs(value))))
-    return f"{value:.{min(digits, 4)}f}"
 
 
 def fmt_number(value: float) -> str:

@@ -9,6 +9,7 @@ both sides, plan census, findings, and the plan diff).
 from __future__ import annotations
 
 from detector.model import ComparisonResult, Severity, Side
+from detector.model.units import fmt_ms
 from detector.reports.census_html import grid_from_sweep, heatmap_svg
 from detector.reports.charts import sweep_chart
 from detector.reports.common import (
@@ -17,7 +18,6 @@ from detector.reports.common import (
     condition_text,
     failing_findings,
     findings_by_query,
-    fmt_ms,
     fmt_number,
     method_lines,
     ranked_findings,

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from detector.model import Finding, PlanNode, PlanVariant, QueryComparison, Side
 from detector.model.fingerprint import node_label
+from detector.model.units import fmt_ms
 from detector.reports.charts import cdf_chart
-from detector.reports.common import fmt_count, fmt_ms, is_quiet, slug
+from detector.reports.common import fmt_count, is_quiet, slug
 from detector.reports.escape import for_html
 from detector.reports.plan_diff import DiffRow, FlatNode, align, q_error
 

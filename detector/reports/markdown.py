@@ -8,13 +8,13 @@ findings. The first line is a hidden marker, so a CI job can find and update its
 from __future__ import annotations
 
 from detector.model import ComparisonResult, Finding, QueryComparison, Severity, Side, Verdict
+from detector.model.units import fmt_ms
 from detector.reports.common import (
     by_importance,
     condition_lines,
     failing_findings,
     findings_by_query,
     fmt_count,
-    fmt_ms,
     is_quiet,
     method_lines,
     settings_text,

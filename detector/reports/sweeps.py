@@ -13,18 +13,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from detector.model import Side
+from detector.model.settings import COST_UNIT_SETTINGS
 from detector.reports.common import SweepGroup
-
-COST_SETTINGS = (
-    "seq_page_cost",
-    "random_page_cost",
-    "cpu_tuple_cost",
-    "cpu_index_tuple_cost",
-    "cpu_operator_cost",
-    "effective_cache_size",
-    "parallel_setup_cost",
-    "parallel_tuple_cost",
-)
 
 
 @dataclass(frozen=True)
@@ -131,4 +121,4 @@ def analyze(group: SweepGroup) -> SweepAnalysis:
 
 def cost_settings_differ(setting_names: Sequence[str]) -> list[str]:
     """The differing settings that change the unit of cost (enable_* only change the choice)."""
-    return [name for name in setting_names if name in COST_SETTINGS]
+    return [name for name in setting_names if name in COST_UNIT_SETTINGS]

@@ -7,6 +7,7 @@ from rich.text import Text
 
 from detector.engine.census import comparison_switches
 from detector.model import ComparisonResult, QueryComparison, Severity, Side, Verdict
+from detector.model.units import fmt_ms
 from detector.reports.common import (
     condition_lines,
     is_quiet,
@@ -25,16 +26,12 @@ VERDICT_STYLE = {
 }
 
 
-def _ms(value: float | None) -> str:
-    return "-" if value is None else f"{value:.3f}"
-
-
 def census_lines(side: Side, width: int) -> list[Text]:
     """One line per plan shape: `current  30/30  1.513 ms  329 buf  BitmapHeapScan(...)`."""
     lines = []
     for plan in side.plans:
         line = Text(f"  {single_line(side.label):<{width}}  {plan.samples:>3}/{side.samples:<3} ")
-        line.append(f"{_ms(plan.median_ms):>9} ms ")
+        line.append(f"{fmt_ms(plan.median_ms):>9} ms ")
         if plan.median_shared_blocks is not None:
             line.append(f"{plan.median_shared_blocks:>8.0f} buf  ")
         line.append(single_line(plan.signature), style="bold" if plan is side.dominant else "")
@@ -52,9 +49,9 @@ def query_block(query: QueryComparison, console: Console) -> None:
     base, cand = query.baseline.timing, query.candidate.timing
     if base and cand:
         console.print(
-            f"  median {_ms(base.median_ms)} -> {_ms(cand.median_ms)} ms, "
-            f"p90 {_ms(base.p90_ms)} -> {_ms(cand.p90_ms)} ms, "
-            f"p99 {_ms(base.p99_ms)} -> {_ms(cand.p99_ms)} ms"
+            f"  median {fmt_ms(base.median_ms)} -> {fmt_ms(cand.median_ms)} ms, "
+            f"p90 {fmt_ms(base.p90_ms)} -> {fmt_ms(cand.p90_ms)} ms, "
+            f"p99 {fmt_ms(base.p99_ms)} -> {fmt_ms(cand.p99_ms)} ms"
         )
     width = max(len(single_line(s.label)) for s in (query.baseline, query.candidate))
     for line in census_lines(query.baseline, width) + census_lines(query.candidate, width):

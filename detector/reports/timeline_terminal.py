@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from rich.console import Console
 
-from detector.engine.timeline import QueryTimeline, clock, ms_text
+from detector.engine.timeline import QueryTimeline, clock
+from detector.model.units import fmt_ms
 
 
 def render_timeline(timeline: QueryTimeline, console: Console) -> None:
@@ -27,7 +28,7 @@ def render_timeline(timeline: QueryTimeline, console: Console) -> None:
         share = f" {segment.share:4.0%}" if timeline.bucketed else ""
         say(
             f"  {clock(segment.start)} .. {clock(segment.end)[11:]} {segment.count:>7} x"
-            f"{share}  median {ms_text(segment.median_ms):>7} ms  p90 {ms_text(segment.p90_ms):>7} ms"
+            f"{share}  median {fmt_ms(segment.median_ms):>7} ms  p90 {fmt_ms(segment.p90_ms):>7} ms"
             f"  cost {segment.median_cost:>9.1f}  {segment.fingerprint}  {segment.signature}"
         )
     flip_times = [b.start for _, b in flips]
@@ -36,7 +37,7 @@ def render_timeline(timeline: QueryTimeline, console: Console) -> None:
         note = f" [{delta.note}]" if delta.note else ""
         say(
             f"  pg_stat_statements {delta.source} {clock(delta.start)[11:19]}..{clock(delta.end)[11:19]}"
-            f": {delta.calls} calls, mean {ms_text(delta.mean_ms)} ms, total {ms_text(delta.total_ms)} ms"
+            f": {delta.calls} calls, mean {fmt_ms(delta.mean_ms)} ms, total {fmt_ms(delta.total_ms)} ms"
             f"{note}{mark}"
         )
     say("")

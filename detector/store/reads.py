@@ -10,6 +10,7 @@ import json
 from collections.abc import Sequence
 from contextlib import AbstractContextManager
 from datetime import UTC
+from pathlib import Path
 from typing import Any
 
 from detector.errors import PlanshiftError
@@ -33,6 +34,7 @@ class StoreBase:
     """What the store mixins need from `Store`: the connection, transactions, batched inserts."""
 
     _con: Any
+    path: Path
 
     def transaction(self) -> AbstractContextManager[None]:
         raise NotImplementedError
@@ -60,6 +62,17 @@ class StoreReadsMixin(StoreBase):
             "ORDER BY started_at DESC, run_id DESC LIMIT 1"
         ).fetchone()
         return int(row[0]) if row else None
+
+    def run_or_latest(self, run_id: int | None) -> int:
+        """`run_id`, or the most recent complete run; an error when the store has none."""
+        if run_id is not None:
+            return run_id
+        latest = self.latest_run_id()
+        if latest is None:
+            raise PlanshiftError(
+                f"no complete run in {self.path}", "run `planshift run WORKLOAD.toml` first"
+            )
+        return latest
 
     def targets(self, run_ids: Sequence[int] | None = None) -> list[TargetRecord]:
         """Targets of these runs (all runs when None), in creation order."""

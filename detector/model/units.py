@@ -1,0 +1,35 @@
+"""THE number formats: durations, ratios, server versions. Every report and rule prints through these."""
+
+from __future__ import annotations
+
+import math
+
+
+def fmt_ms(value: float | None) -> str:
+    """A duration in ms with three significant digits, never in exponent form: 0.0621, 1.41,
+    18.1, 1234; `-` when unknown. Tables put the unit in the header."""
+    if value is None or math.isnan(value):
+        return "-"
+    if value == 0:
+        return "0"
+    digits = max(0, 2 - math.floor(math.log10(abs(value))))
+    return f"{value:.{min(digits, 4)}f}"
+
+
+def fmt_duration(value: float | None) -> str:
+    """`fmt_ms` with its unit, for sentences: `1.41 ms`; `?` when unknown."""
+    return "?" if value is None else f"{fmt_ms(value)} ms"
+
+
+def fmt_ratio(value: float) -> str:
+    """Two decimals, three when that would print 1.00 for a ratio that is not exactly 1."""
+    text = f"{value:.2f}"
+    return f"{value:.3f}" if text == "1.00" and value != 1.0 else text
+
+
+def fmt_version(num: int | None) -> str:
+    """`150018` -> `15.18`, unknown -> `?`."""
+    if num is None:
+        return "?"
+    major, minor = divmod(num, 10000)
+    return f"{major}.{minor}"
