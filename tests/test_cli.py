@@ -171,7 +171,10 @@ def test_interrupting_a_run_stops_its_clusters(tmp_path: Path, signum: int) -> N
     assert process.stderr is not None
     line = process.stderr.readline()  # printed once the cluster is up
     assert line.startswith("running demo-range-scans"), line
-    time.sleep(1)  # into the setup or the measurements
+    # the first progress line of the measurements: the run is under way
+    while (line := process.stderr.readline()) and not line.startswith("point_select "):
+        pass
+    assert line, "the demo ended before measuring"
     clusters = Path(tempfile.gettempdir()) / "planshift-clusters"
     owned = [d for d in clusters.iterdir() if (d / "owner.pid").read_text().strip() == str(process.pid)]
     assert owned, "the run's cluster exists while it runs"
@@ -256,7 +259,10 @@ def test_a_killed_run_is_marked_failed_by_the_next_command(
     assert process.stderr is not None
     line = process.stderr.readline()  # printed once the store and the server are open
     assert line.startswith("running cli-test"), line
-    time.sleep(3)  # into the measurements: the run row exists
+    # the first progress line of the measurements: the run row exists
+    while (line := process.stderr.readline()) and not re.search(r" \d+/\d+ ", line):
+        pass
+    assert line, "the run ended before measuring"
     process.kill()
     process.wait(timeout=60)
     listed = planshift("runs", "--store", store)

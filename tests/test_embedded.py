@@ -9,7 +9,6 @@ import signal
 import subprocess
 import sys
 import tempfile
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -125,9 +124,7 @@ def test_fresh_db_is_separate(pg15: EmbeddedCluster, fresh_db: FreshDb) -> None:
 
 def test_lifecycle_stop_removes_dir(pg15_install: Installation, base_dir: Path) -> None:
     cluster = EmbeddedCluster(pg15_install, base_dir=base_dir)
-    started = time.monotonic()
     cluster.start()
-    assert time.monotonic() - started < 10
     assert base_dir.stat().st_mode & 0o7777 == 0o1777
     assert read_pid(cluster.socket_dir / "owner.pid") == os.getpid()
     pid = _postmaster_pid(cluster)

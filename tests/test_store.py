@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import re
-import time
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -499,10 +498,10 @@ def test_comparisons_and_findings_round_trip_in_order(store: Store) -> None:
         store.add_findings(comparison + 1, findings)
 
 
-# -- performance -----------------------------------------------------------------------------
+# -- batches -----------------------------------------------------------------------------
 
 
-def test_ten_thousand_observations_insert_in_one_batch_quickly(store: Store) -> None:
+def test_ten_thousand_observations_insert_in_one_batch(store: Store) -> None:
     a, b = new_run(store, names=("a", "b"))
     names = ["join_hash", "range_bitmap_scan", "range_index_scan", "seq_scan_disabled_cost"]
     plans = {name: fixture(name) for name in names}
@@ -511,16 +510,15 @@ def test_ten_thousand_observations_insert_in_one_batch_quickly(store: Store) -> 
         name = names[i % 4]
         plan, text = plans[name]
         plan = replace(plan, execution_ms=float(i))  # a Plan object per execution, as collected
-        batch.append(observation(a if i % 2 else b, name, i // 8, plan=plan, plan_json=text))
-    started = time.perf_counter()
-    store.add_observations(batch)
-    inserted = time.perf_counter() - started
-    started = time.perf_counter()
+        batch.append(
+            observation(
+                a if i % 2 else b, name, i // 8, plan=plan, plan_json=text, duration_ms=float(i)
+            )
+        )
+    assert store.add_observations(batch) == 10_000
     rows = store.observations([a, b])
-    read = time.perf_counter() - started
-    print(f"insert 10k: {inserted:.3f}s, read 10k: {read:.3f}s")
     assert len(rows) == 10_000
-    assert inserted < 2.0 and read < 1.0  # measured ~0.4 s and ~0.06 s; slack for busy CI
+    assert sorted(r.duration_ms for r in rows) == [float(i) for i in range(10_000)]
 
 
 def test_a_run_whose_process_is_gone_is_marked_failed_on_open(tmp_path: Path) -> None:
