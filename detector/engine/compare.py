@@ -358,7 +358,9 @@ def below_min_delta(
     return replace(timing, verdict=Verdict.INCONCLUSIVE, reason=reason)
 
 
-def plan_only_timing(min_effect: float) -> TimingComparison:
+def plan_only_timing(
+    min_effect: float, reason: str = "plan-only: no timings (generic plan)"
+) -> TimingComparison:
     """Plans captured without execution (EXPLAIN (GENERIC_PLAN), logs without timings)."""
     return TimingComparison(
         verdict=Verdict.INCONCLUSIVE,
@@ -368,7 +370,7 @@ def plan_only_timing(min_effect: float) -> TimingComparison:
         p_value=None,
         min_effect=min_effect,
         noise_floor=None,
-        reason="plan-only: no timings (generic plan)",
+        reason=reason,
     )
 
 

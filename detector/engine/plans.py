@@ -104,7 +104,7 @@ def compare_plans(
             min_samples=chosen.min_samples,
         )
     else:
-        timing = plan_only_timing(chosen.min_effect)
+        timing = plan_only_timing(chosen.min_effect, "plan-only: no timings given")
     comparison = QueryComparison(name, name, sql, baseline, candidate, timing)
     return ComparisonResult(
         baseline="before",

@@ -108,9 +108,8 @@ def render_terminal(result: ComparisonResult, console: Console, *, verbose: bool
                 console.print(single_line(f"  {name}: {moved}"), markup=False)
     hidden = len(result.queries) - shown
     if hidden:
-        console.print(
-            f"\n({hidden} queries kept their plan and were measured unchanged; -v shows them)"
-        )
+        kept = "query kept its plan and was" if hidden == 1 else "queries kept their plan and were"
+        console.print(f"\n({hidden} {kept} measured unchanged; -v shows them)")
     if result.findings:
         console.print(f"\n[bold]findings[/] ({len(result.findings)}):")
     for finding in result.findings:
