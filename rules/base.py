@@ -35,7 +35,8 @@ FAMILIES: Mapping[str, str] = {
     "settings": "PS5",
     "baselines": "PS6",
 }
-DOC_SECTIONS = ("What it flags", "Why it matters", "Example", "What to do")
+#: the `## Heading` sections every rule's docstring has, in this order
+DOC_SECTIONS = ("What it flags", "Why it matters", "Example", "What to do", "References")
 
 _CODE = re.compile(r"^PS\d{3}$")
 _NAME = re.compile(r"^[a-z][a-z0-9]*(-[a-z0-9]+)*$")
@@ -62,7 +63,7 @@ class Rule:
 
     @property
     def doc(self) -> str:
-        """The check function's docstring, dedented: summary line, then the four sections."""
+        """The check function's docstring, dedented: summary line, then the DOC_SECTIONS."""
         return inspect.cleandoc(self.check.__doc__ or "")
 
     @property

@@ -56,11 +56,40 @@ from detector.model import (
 from detector.model.units import fmt_duration, fmt_ratio
 from rules import base
 from rules.common import relative_gap
-from rules.plan_flip import index_to_bitmap_pairs
+from rules.ps101_index_to_bitmap_scan import index_to_bitmap_pairs
 
 ROOT = Path(__file__).resolve().parent.parent
 CASES_DIR = ROOT / "tests" / "fixtures" / "rules"
 CASE_FILES = sorted(CASES_DIR.glob("PS*/*.toml"))
+DOCS_URL = re.compile(r"https://www\.postgresql\.org/docs/current/([a-z0-9-]+\.html)(?:#[A-Z0-9-]+)?")
+#: the PostgreSQL documentation pages the rule docs cite (docs/current/<page>): a typo fails
+DOCS_PAGES = {
+    "auto-explain.html",
+    "explicit-joins.html",
+    "functions-info.html",
+    "how-parallel-query-works.html",
+    "indexes-bitmap-scans.html",
+    "indexes-index-only-scans.html",
+    "jit-decision.html",
+    "jit.html",
+    "parallel-plans.html",
+    "parallel-query.html",
+    "pgstatstatements.html",
+    "planner-optimizer.html",
+    "planner-stats.html",
+    "routine-vacuuming.html",
+    "row-estimation-examples.html",
+    "runtime-config-logging.html",
+    "runtime-config-query.html",
+    "runtime-config-resource.html",
+    "sql-analyze.html",
+    "sql-createstatistics.html",
+    "sql-explain.html",
+    "sql-prepare.html",
+    "storage-vm.html",
+    "using-explain.html",
+    "view-pg-settings.html",
+}
 
 
 def _load_side(label: str, raw: dict[str, Any]) -> Side:
@@ -168,10 +197,73 @@ def test_rule_is_documented_and_has_cases(rule: rules.Rule) -> None:
     wide = [line for line in rule.doc.splitlines() if len(line) > 78]
     assert not wide, f"{rule.code} doc lines over 78 columns (planshift rules wraps them)"
     assert rule.code.startswith(rules.FAMILIES[rule.family])
+    assert not re.search(r"\bseeds?\b", rule.doc, re.IGNORECASE), "internal seed documents"
+    cited = DOCS_URL.findall(sections["References"])
+    assert cited, f"{rule.code} References cite no PostgreSQL documentation page"
+    assert len(cited) == sections["References"].count("https://"), "only postgresql.org docs"
+    unknown = sorted({page for page in cited if page not in DOCS_PAGES})
+    assert not unknown, f"{rule.code} cites pages not in DOCS_PAGES (a typo?): {unknown}"
     cases = sorted((CASES_DIR / rule.code).glob("*.toml"))
     firing = [p for p in cases if rule.code in tomllib.loads(p.read_text())["expect"]]
     assert firing, f"{rule.code} has no case that fires"
     assert len(firing) < len(cases), f"{rule.code} has no case that does not fire"
+
+
+def test_rule_messages_never_cite_internal_seed_documents() -> None:
+    for path in CASE_FILES:
+        case, comparison = load_case(path)
+        for found in _run(case, comparison, path.parent.name):
+            assert not re.search(r"\bseeds?\b", found.message, re.IGNORECASE), found.message
+
+
+# --- the layout: where is PS101? -------------------------------------------------------------
+
+
+def _codes_of(module: str) -> list[str]:
+    match = rules.RULE_MODULE.match(module)
+    assert match, module
+    first = int(match["first"])
+    last = int(match["last"] or first)
+    return [f"PS{n}" for n in range(first, last + 1)]
+
+
+def test_every_module_is_framework_or_named_by_its_codes() -> None:
+    """A file in rules/ that is neither framework nor `ps<code>_...` would never be imported."""
+    modules = {p.stem for p in (ROOT / "rules").glob("*.py") if p.stem != "__init__"}
+    assert not list((ROOT / "rules").glob("*/__init__.py")), "no subpackage: one flat catalog"
+    strays = sorted(modules - rules.FRAMEWORK_MODULES - set(rules.rule_modules()))
+    assert not strays, f"rule modules are named ps<code>_<name>.py: {strays}"
+    assert modules >= rules.FRAMEWORK_MODULES
+    registered = {r.code for r in rules.all_rules()}
+    for module in rules.rule_modules():
+        imported = sys.modules[f"rules.{module}"]
+        here = sorted(r.code for r in rules.all_rules() if r.check.__module__ == imported.__name__)
+        named = _codes_of(module)
+        assert here, f"{module} registers no rule"
+        assert set(here) <= set(named), f"{module} registers {here}, its name says {named}"
+        assert {named[0], named[-1]} <= set(here), f"{module}: name the codes it registers"
+        assert set(named) & registered <= set(here), f"{module}'s codes live elsewhere too"
+
+
+def test_each_rule_is_found_by_its_code_and_a_lone_rule_by_its_name() -> None:
+    for found in rules.all_rules():
+        module = found.check.__module__.removeprefix("rules.")
+        assert found.code in _codes_of(module), f"{found.code} lives in {module}"
+        match = rules.RULE_MODULE.match(module)
+        if match and not match["last"]:
+            assert module == f"{found.code.lower()}_{found.name.replace('-', '_')}", module
+
+
+def test_rule_modules_are_discovered_by_their_file_names() -> None:
+    listed = rules.rule_modules()
+    on_disk = sorted(
+        p.stem for p in (ROOT / "rules").glob("ps*.py") if rules.RULE_MODULE.match(p.stem)
+    )
+    assert listed == on_disk and "ps101_index_to_bitmap_scan" in listed
+    assert rules.RULE_MODULE.match("ps110_partial_aggregation_changed")
+    assert rules.RULE_MODULE.match("ps401_ps403_spills")
+    for wrong in ("PS110_x", "ps11_x", "ps110-x", "ps110", "plan_flip", "ps110_X"):
+        assert not rules.RULE_MODULE.match(wrong), wrong
 
 
 # --- the framework -----------------------------------------------------------------------

@@ -1,5 +1,5 @@
 """The helpers rule families share: node matching (rules.matching), settings (rules.gucs),
-and the q-error (rules.estimates), on captured plans."""
+and the q-error (rules.ps301_ps302_row_estimates), on captured plans."""
 
 from __future__ import annotations
 
@@ -14,7 +14,6 @@ import pytest
 from detector.model import Plan, PlanVariant, Side, parse_plan
 from detector.model.settings import default_of, normalized
 from rules import matching
-from rules.estimates import misestimates
 from rules.gucs import (
     settings_changes,
     side_settings,
@@ -32,7 +31,8 @@ from rules.matching import (
     relations_under,
     top_joins,
 )
-from rules.scans import scan_size
+from rules.ps102_index_to_seq_scan import scan_size
+from rules.ps301_ps302_row_estimates import misestimates
 
 PLANS = Path(__file__).resolve().parent / "fixtures" / "plans"
 
@@ -277,7 +277,7 @@ def test_a_setting_a_version_does_not_have_is_not_available_not_default() -> Non
 
 
 def test_settings_explain_flip_says_when_the_test_of_the_cause_failed() -> None:
-    from rules.settings import _tested_text
+    from rules.ps500_settings_explain_flip import _tested_text
 
     text = _tested_text({"error": "canceling statement due to statement timeout"}, [], None)
     assert text == (

@@ -1,4 +1,4 @@
-"""PS500 settings: the GUCs and server versions that differ where the plan changed."""
+"""PS500 settings-explain-flip: the GUCs and server versions that differ where the plan changed."""
 
 from __future__ import annotations
 
@@ -66,12 +66,12 @@ def settings_explain_flip(
 
     ## Why it matters
     Most plan flips in a config change or an upgrade come from a setting:
-    random_page_cost moves the index/sequential crossover (seed 000: lowering it
-    to 1.1 makes index scans look 4x cheaper), work_mem decides hash versus sort
-    and lossy bitmaps, enable_* forbid whole node types, and a new version brings
-    new defaults (PG 18: effective_io_concurrency 16, io_method worker) along
-    with planner changes. Naming the difference turns "the plan changed" into
-    "this setting changed the plan".
+    random_page_cost moves the index/sequential crossover (lowering it from 4 to
+    1.1 makes random page reads look 3.6x cheaper), work_mem decides hash versus
+    sort and lossy bitmaps, enable_* forbid whole node types, and a new version
+    brings new defaults (PG 18: effective_io_concurrency 16, io_method worker)
+    along with planner changes. Naming the difference turns "the plan changed"
+    into "this setting changed the plan".
 
     ## Example
     The sysbench range, random_page_cost 4 -> 1.1, work_mem 4MB -> 64MB and
@@ -86,6 +86,12 @@ def settings_explain_flip(
     Without a tested cause (other runs, logs), re-run the comparison in one
     run. Calibrate cost settings to the storage and cache the queries really
     see, and treat enable_* = off as a diagnostic, never as configuration.
+
+    ## References
+    - Planner method and cost settings (enable_*, random_page_cost):
+      https://www.postgresql.org/docs/current/runtime-config-query.html
+    - EXPLAIN (SETTINGS): https://www.postgresql.org/docs/current/sql-explain.html
+    - pg_settings: https://www.postgresql.org/docs/current/view-pg-settings.html
     """
     if not comparison.plan_changed:
         return

@@ -1,4 +1,4 @@
-"""PS6xx baselines: plans checked against an approved-plans lock file (`planshift approve`)."""
+"""PS600 unapproved-plan: plans checked against an approved-plans lock file (`planshift approve`)."""
 
 from __future__ import annotations
 
@@ -32,7 +32,7 @@ def unapproved_plan(comparison: QueryComparison, options: Mapping[str, Any]) -> 
     This is the CI-gate counterpart of Oracle SQL Plan Management and Aurora
     Query Plan Management baselines: a plan change is a fact worth a review even
     when the clock cannot tell the difference yet, because flips live at
-    boundaries (seed 003: the same query flips Index Scan <-> Bitmap Heap Scan as
+    boundaries (the same range query flips Index Scan <-> Bitmap Heap Scan as
     the range length or the statistics move) and today's harmless flip is
     tomorrow's regression at a larger data size.
 
@@ -49,6 +49,11 @@ def unapproved_plan(comparison: QueryComparison, options: Mapping[str, Any]) -> 
     plan is right, accept it with `planshift approve --update` and commit the
     lock file's diff; if not, fix the cause (settings, statistics, an index)
     before merging.
+
+    ## References
+    - Using EXPLAIN: https://www.postgresql.org/docs/current/using-explain.html
+    - auto_explain (plans from production):
+      https://www.postgresql.org/docs/current/auto-explain.html
     """
     approved = comparison.approved
     if approved is None:

@@ -1,6 +1,6 @@
-"""PS401-PS404 resources: sorts and hashes spilling to disk, lossy bitmaps, buffers.
+"""PS401-PS403 spills: sorts and hashes spilling to disk, lossy bitmaps (work_mem too small).
 
-Spill rules look at the candidate's dominant plan and, with `only_new` (default), stay
+The three rules look at the candidate's dominant plan and, with `only_new` (default), stay
 quiet when the baseline's matching node (same relations beneath it) spilled too: a
 comparison reports what changed. Nodes pair by relations, never by position.
 """
@@ -10,8 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
-from detector.model import Finding, PlanNode, PlanVariant, QueryComparison, Severity
-from detector.model.units import fmt_ratio
+from detector.model import Finding, PlanNode, QueryComparison, Severity
 from rules.base import rule
 from rules.common import emit, fmt_blocks, fmt_count, timing_evidence
 from rules.gucs import changes_text, settings_changes
@@ -88,6 +87,13 @@ def sort_spilled_to_disk(
     Raise work_mem for this query or role (SET LOCAL work_mem), return fewer or
     narrower rows, or provide the order from an index. Check
     log_temp_files / pg_stat_statements.temp_blks_written in production.
+
+    ## References
+    - Memory settings (work_mem):
+      https://www.postgresql.org/docs/current/runtime-config-resource.html
+    - Using EXPLAIN: https://www.postgresql.org/docs/current/using-explain.html
+    - Logging temp files (log_temp_files):
+      https://www.postgresql.org/docs/current/runtime-config-logging.html
     """
     if not facts(comparison.candidate.dominant.plan).sort_spilled:
         return
@@ -183,6 +189,11 @@ def hash_batches(comparison: QueryComparison, options: Mapping[str, Any]) -> Ite
     ## What to do
     Raise work_mem or hash_mem_multiplier (PG 13+) for the query, or fix the
     inner side's row estimate (PS301) so the planner picks a join that fits.
+
+    ## References
+    - Memory settings (work_mem, hash_mem_multiplier):
+      https://www.postgresql.org/docs/current/runtime-config-resource.html
+    - Using EXPLAIN: https://www.postgresql.org/docs/current/using-explain.html
     """
 
     def describe(
@@ -243,9 +254,8 @@ def lossy_bitmap(comparison: QueryComparison, options: Mapping[str, Any]) -> Ite
     ## Why it matters
     The bitmap of matching rows must fit in work_mem; when it does not, PostgreSQL
     keeps one bit per heap page instead of one per row, and every row of a lossy
-    page is read and rechecked against the condition. Seed 003 asks what lossy
-    means: this. The planner does not cost it, so the plan stays while its
-    duration grows with the data.
+    page is read and rechecked against the condition. The planner does not cost
+    it, so the plan stays while its duration grows with the data.
 
     ## Example
     The sysbench range over 100000 rows, Index Scan -> Bitmap Heap Scan with
@@ -260,6 +270,13 @@ def lossy_bitmap(comparison: QueryComparison, options: Mapping[str, Any]) -> Ite
     Raise work_mem for the query; make the condition more selective; or, if the
     Index Scan was faster (PS101), compare random_page_cost and
     effective_cache_size on both sides.
+
+    ## References
+    - Combining multiple indexes (bitmap scans):
+      https://www.postgresql.org/docs/current/indexes-bitmap-scans.html
+    - Memory settings (work_mem):
+      https://www.postgresql.org/docs/current/runtime-config-resource.html
+    - Using EXPLAIN: https://www.postgresql.org/docs/current/using-explain.html
     """
 
     def describe(
@@ -302,87 +319,3 @@ def lossy_bitmap(comparison: QueryComparison, options: Mapping[str, Any]) -> Ite
         spilled=lambda node: (node.lossy_heap_blocks or 0) > 0,
         describe=describe,
     )
-
-
-def shared_blocks(variant: PlanVariant) -> float | None:
-    """Shared buffers (hit + read) per execution: the observations' median, else the plan's."""
-    if variant.median_shared_blocks is not None:
-        return variant.median_shared_blocks
-    if not variant.plan.analyzed:
-        return None
-    return float(facts(variant.plan).shared_blocks)
-
-
-def temp_blocks(variant: PlanVariant) -> float | None:
-    if not variant.plan.analyzed:
-        return None
-    return float(facts(variant.plan).temp_blocks)
-
-
-def _amplified(before: float | None, after: float | None, ratio: float, min_blocks: float) -> bool:
-    return (
-        before is not None
-        and after is not None
-        and after - before >= min_blocks
-        and after >= ratio * before
-    )
-
-
-@rule(
-    "PS404",
-    "buffer-amplification",
-    "resources",
-    Severity.WARNING,
-    ratio=2.0,
-    min_blocks=100,
-)
-def buffer_amplification(
-    comparison: QueryComparison, options: Mapping[str, Any]
-) -> Iterator[Finding]:
-    """The candidate touches many times the buffers (shared or temp) per execution.
-
-    ## What it flags
-    Shared buffers per execution (hit + read; the median over the observations
-    of the dominant plan, else its EXPLAIN (BUFFERS) totals) or temp blocks
-    (read + written) of the candidate at least `ratio` (default 2.0) times the
-    baseline's and at least `min_blocks` (default 100) more. Plan change or not.
-    Warning: buffers predict what the clock on a warm benchmark may not show.
-
-    ## Why it matters
-    Buffers are the work a plan does, independent of how warm the cache was when
-    it was timed. Seed 004: the index-only and the plain index scan were close on
-    a warm cache and 5.4x apart on a cold one, because one touched far more heap
-    pages. Every extra shared buffer is a potential disk read once the data
-    outgrows memory, and every temp block is real I/O now.
-
-    ## Example
-    The sysbench range, Index Scan -> Seq Scan (PG 15):
-
-        shared buffers per execution 861 -> 7032 (8.17x)
-
-    ## What to do
-    Find the node that reads more (EXPLAIN (ANALYZE, BUFFERS) on both sides; the
-    plan-flip findings point at it). Time the query with a cold cache before
-    accepting the change; for temp blocks see PS401/PS402.
-    """
-    ratio, min_blocks = float(options["ratio"]), float(options["min_blocks"])
-    base, cand = comparison.baseline.dominant, comparison.candidate.dominant
-    shared = (shared_blocks(base), shared_blocks(cand))
-    temp = (temp_blocks(base), temp_blocks(cand))
-    if not (_amplified(*shared, ratio, min_blocks) or _amplified(*temp, ratio, min_blocks)):
-        return
-    parts: list[str] = []
-    evidence: dict[str, Any] = {"ratio_threshold": ratio}
-    for what, (before, after) in (("shared buffers", shared), ("temp blocks", temp)):
-        evidence[f"baseline_{what.replace(' ', '_')}"] = before
-        evidence[f"candidate_{what.replace(' ', '_')}"] = after
-        if before is None or after is None or not _amplified(before, after, ratio, min_blocks):
-            continue
-        text = f"{what} per execution {fmt_count(round(before))} -> {fmt_count(round(after))}"
-        if before > 0:
-            text += f" ({fmt_ratio(after / before)}x)"
-        parts.append(text)
-    if not parts:
-        return
-    evidence["plan_changed"] = comparison.plan_changed
-    yield emit("PS404", comparison, "; ".join(parts), {**evidence, **timing_evidence(comparison)})

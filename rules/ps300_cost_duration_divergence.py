@@ -1,4 +1,4 @@
-"""PS3xx divergence: the planner's estimates disagree with what was measured."""
+"""PS300 cost-duration-divergence: the planner's costs rank two plans against the clock."""
 
 from __future__ import annotations
 
@@ -62,16 +62,16 @@ def cost_duration_divergence(
     little and the setting itself is the likely explanation (PS500).
 
     ## Why it matters
-    The planner picks the plan it estimates cheapest. Seed 000: with
-    random_page_cost 4 against a measured ~25-35, index and sequential scan costs
-    cross at 2.2% selectivity but durations cross at 0.2%, so between the two the
-    planner picks the slower plan, up to ~10x slower. Seed 001:
-    effective_io_concurrency changes a bitmap scan's duration 4x while its cost
+    The planner picks the plan it estimates cheapest. Measured on one table, with
+    random_page_cost 4 against a real ratio of ~25-35, index and sequential scan
+    costs cross at 2.2% selectivity but durations cross at 0.2%, so between the
+    two the planner picks the slower plan, up to ~10x slower.
+    effective_io_concurrency can change a bitmap scan's duration 4x while its cost
     stays identical, because the cost model ignores prefetch. A misranking will
     recur for other parameter values, not only the measured ones.
 
     ## Example
-    Seed 003, simple_range: PG 10 Index Scan (cost 28016.1) -> PG 17 Bitmap Heap
+    sysbench simple_range: PG 10 Index Scan (cost 28016.1) -> PG 17 Bitmap Heap
     Scan (cost 27962.0), measured 12% slower:
 
         candidate plan estimated 0.998x the cost (27962.0 vs 28016.1) but measured
@@ -83,6 +83,13 @@ def cost_duration_divergence(
     random_page_cost (higher for uncached random I/O, lower when the active set is
     cached), effective_cache_size, effective_io_concurrency. Re-run the comparison
     after each change; do not pin plans to paper over a cost model that misranks.
+
+    ## References
+    - Planner cost constants (random_page_cost, seq_page_cost):
+      https://www.postgresql.org/docs/current/runtime-config-query.html
+    - Using EXPLAIN: https://www.postgresql.org/docs/current/using-explain.html
+    - Planner/optimizer:
+      https://www.postgresql.org/docs/current/planner-optimizer.html
     """
     if not comparison.plan_changed:
         return

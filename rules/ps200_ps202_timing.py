@@ -1,4 +1,8 @@
-"""PS2xx timing: the measured verdict itself (bootstrap CI of the median ratio, minimum effect)."""
+"""PS200-PS202 timing: the measured verdict itself (the CI of the median ratio, minimum effect).
+
+PS200 timing-regression, PS201 timing-improvement, PS202 same-plan-slower: one message and
+one account of what moves the clock without moving the cost, shared by the three.
+"""
 
 from __future__ import annotations
 
@@ -7,14 +11,7 @@ from typing import Any
 
 from detector.model import Finding, QueryComparison, Severity, Verdict
 from rules.base import rule
-from rules.common import (
-    emit,
-    fmt_cost,
-    percentiles_text,
-    plan_cost,
-    relative_gap,
-    timing_evidence,
-)
+from rules.common import emit, fmt_cost, percentiles_text, plan_cost, relative_gap, timing_evidence
 from rules.gucs import SettingChange, changes_text, settings_changes, version_change
 
 
@@ -63,14 +60,14 @@ def timing_regression(comparison: QueryComparison, options: Mapping[str, Any]) -
 
     ## Why it matters
     This is the number the users feel. It is reported from the distributions
-    (median, p90, CI), never from a lone mean: seed 002 shows how averages hide
-    variability. The message says whether the plan changed too: a slowdown with
-    the same plan points at settings, I/O or the executor (seed 001:
-    effective_io_concurrency changes the duration 4x while the cost stays the
-    same), not the planner.
+    (median, p90, CI), never from a lone mean: a few slow outliers move a mean
+    and hide how the bulk of the executions behave. The message says whether
+    the plan changed too: a slowdown with the same plan points at settings, I/O
+    or the executor (effective_io_concurrency can change a bitmap scan's
+    duration 4x while its cost stays the same), not the planner.
 
     ## Example
-    Seed 003, simple_range, PG 10 -> PG 17:
+    sysbench simple_range (8000 rows), PG 10 -> PG 17:
 
         1.23x slower (95% CI 1.15-1.31), median 2.10 ms -> 2.60 ms,
         p90 2.40 ms -> 3.10 ms; plan changed (see PS100)
@@ -79,6 +76,12 @@ def timing_regression(comparison: QueryComparison, options: Mapping[str, Any]) -
     If the plan changed, start from the plan-flip findings. If not, compare the
     settings and the buffers (shared read versus hit) of both sides, and rerun
     with more samples if the interval is wide.
+
+    ## References
+    - EXPLAIN ANALYZE and its caveats:
+      https://www.postgresql.org/docs/current/using-explain.html
+    - pg_stat_statements:
+      https://www.postgresql.org/docs/current/pgstatstatements.html
     """
     if comparison.timing.verdict is not Verdict.REGRESSED:
         return
@@ -121,6 +124,12 @@ def timing_improvement(
     ## What to do
     Nothing is required. Keep the change; if it came with a plan flip, note the
     plan so a later flip back is recognised as a regression.
+
+    ## References
+    - EXPLAIN ANALYZE and its caveats:
+      https://www.postgresql.org/docs/current/using-explain.html
+    - I/O settings (effective_io_concurrency, io_method):
+      https://www.postgresql.org/docs/current/runtime-config-resource.html
     """
     if comparison.timing.verdict is not Verdict.IMPROVED:
         return
@@ -189,15 +198,15 @@ def same_plan_slower(comparison: QueryComparison, options: Mapping[str, Any]) ->
     blocks read from outside shared_buffers. Warning: PS200 carries the error.
 
     ## Why it matters
-    Seed 001: effective_io_concurrency 1 -> 100 made a Bitmap Heap Scan 4x faster
-    (65.6 s -> 17.8 s) with an identical plan and cost: prefetching is not in
-    the cost model (seed 000). The same holds for io_method and io_combine_limit
-    (PG 18), the cache state, checksums and the storage. A slowdown the planner
-    cannot see will not be fixed by planner settings or statistics.
+    effective_io_concurrency 1 -> 100 made a Bitmap Heap Scan over uncached pages
+    4x faster (65.6 s -> 17.8 s) with an identical plan and cost: prefetching is
+    not in the cost model. The same holds for io_method and io_combine_limit (PG
+    18), the cache state, checksums and the storage. A slowdown the planner cannot
+    see will not be fixed by planner settings or statistics.
 
     ## Example
     The same Bitmap Heap Scan, effective_io_concurrency 100 -> 1 (PG 15), timed
-    on uncached data (seed 001's 4x; the captured runs were warm):
+    on uncached data (the 4x above; the captured runs were warm):
 
         same plan and cost (4524.1 vs 4524.1) but 3.96x slower (95% CI
         3.89-4.09): the duration changed without any cost change; settings
@@ -208,6 +217,13 @@ def same_plan_slower(comparison: QueryComparison, options: Mapping[str, Any]) ->
     hundreds for SSDs, per tablespace with ALTER TABLESPACE ... SET); compare
     shared read versus hit of the two sides (a cold cache reads), the storage
     and the host. Re-run with more samples if nothing differs.
+
+    ## References
+    - I/O settings (effective_io_concurrency, io_method):
+      https://www.postgresql.org/docs/current/runtime-config-resource.html
+    - EXPLAIN (ANALYZE, BUFFERS):
+      https://www.postgresql.org/docs/current/sql-explain.html
+    - Just-in-time compilation: https://www.postgresql.org/docs/current/jit.html
     """
     if comparison.plan_changed or comparison.timing.verdict is not Verdict.REGRESSED:
         return

@@ -1,4 +1,7 @@
-"""PS301-PS302 row estimates against actual rows: the q-error, max(est/act, act/est)."""
+"""PS301-PS302 row estimates against actual rows: the q-error, max(est/act, act/est).
+
+PS301 row-estimate-error and PS302 row-estimate-error-worse share `misestimates`.
+"""
 
 from __future__ import annotations
 
@@ -160,6 +163,15 @@ def row_estimate_error(
     create extended statistics (CREATE STATISTICS ... (dependencies, mcv)); for
     expressions, statistics on the expression. Rewrite predicates the planner
     cannot estimate (functions of columns, LIKE '%...%').
+
+    ## References
+    - Statistics used by the planner:
+      https://www.postgresql.org/docs/current/planner-stats.html
+    - Row estimation examples:
+      https://www.postgresql.org/docs/current/row-estimation-examples.html
+    - Extended statistics (CREATE STATISTICS):
+      https://www.postgresql.org/docs/current/sql-createstatistics.html
+    - ANALYZE: https://www.postgresql.org/docs/current/sql-analyze.html
     """
     over = _over(comparison.candidate.dominant.plan, options)
     if not over:
@@ -221,6 +233,14 @@ def row_estimate_error_worse(
     ANALYZE the candidate (after pg_upgrade: vacuumdb --all --analyze-in-stages
     on versions before 18), compare pg_stats and pg_statistic_ext between the
     two sides, and recreate missing extended statistics.
+
+    ## References
+    - Statistics used by the planner:
+      https://www.postgresql.org/docs/current/planner-stats.html
+    - Extended statistics (CREATE STATISTICS):
+      https://www.postgresql.org/docs/current/sql-createstatistics.html
+    - Updating planner statistics (ANALYZE):
+      https://www.postgresql.org/docs/current/routine-vacuuming.html
     """
     found = _worse(comparison.baseline.dominant.plan, comparison.candidate.dominant.plan, options)
     if found is None:

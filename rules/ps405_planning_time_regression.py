@@ -1,4 +1,4 @@
-"""PS405 planning time: the candidate plans the query clearly slower (medians, quartiles)."""
+"""PS405 planning-time-regression: planning clearly slower on the candidate (medians, quartiles)."""
 
 from __future__ import annotations
 
@@ -64,6 +64,15 @@ def planning_time_regression(
     keep join_collapse_limit / from_collapse_limit at their defaults unless the
     plans measurably improve; prune partitions at plan time (constants rather
     than parameters, or fewer partitions).
+
+    ## References
+    - Controlling the planner with explicit JOIN clauses:
+      https://www.postgresql.org/docs/current/explicit-joins.html
+    - Join search settings (join_collapse_limit):
+      https://www.postgresql.org/docs/current/runtime-config-query.html
+    - pg_stat_statements (track_planning):
+      https://www.postgresql.org/docs/current/pgstatstatements.html
+    - PREPARE: https://www.postgresql.org/docs/current/sql-prepare.html
     """
     base_ms, cand_ms = comparison.baseline.planning_ms, comparison.candidate.planning_ms
     if min(len(base_ms), len(cand_ms)) < max(int(options["min_samples"]), 2):
