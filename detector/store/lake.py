@@ -1,0 +1,172 @@
+"""A fleet's logs in one lake: hive-partitioned Parquet that many hosts write at once.
+
+Layout: `LAKE/<table>/host=<HOST>/[day=<YYYY-MM-DD>/]*.parquet`, one directory per store table.
+Each host ingests into its own store (the ledger that makes re-ingesting idempotent) and
+`export_host` replaces that host's directories with the store's rows: hosts never write the
+same files, so any number export at once without locks, and a reader sees each host's
+previous or next export whole (each directory is swapped in by a rename).
+
+Reading: `materialize` builds an ordinary (temporary) store from the lake, for the hosts and
+days asked, with every id made unique per host, so timeline, top and compare run on it as on a
+single host's store.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+from collections.abc import Sequence
+from datetime import date
+from pathlib import Path
+from typing import Any
+
+import duckdb
+
+from detector.errors import PlanshiftError
+from detector.store import Store
+from detector.store.schema import user_tables
+
+ID_COLUMNS = ("run_id", "target_id", "observation_id", "snapshot_id", "comparison_id", "file_id")
+ID_STRIDE = 10**9  # host number * stride + the host store's id: unique across hosts (run 2000000001)
+# tables partitioned by day (the column their day comes from): time-range reads prune files
+BY_DAY = {"observations": "collected_at", "log_events": "logged_at", "pgss_snapshots": "taken_at"}
+HOST_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,127}")
+
+
+def check_host(host: str) -> str:
+    if not HOST_NAME.fullmatch(host) or ".." in host:
+        raise PlanshiftError(
+            f"{host!r} cannot name a host in a lake",
+            "use letters, digits, '.', '_' and '-' (it becomes a directory name)",
+        )
+    return host
+
+
+def export_host(store_path: Path, lake: Path, host: str) -> dict[str, int]:
+    """Replace `host`'s part of the lake with every table of the store; rows per table."""
+    check_host(host)
+    with Store(store_path, read_only=True) as store:
+        tables = store_tables(store)
+    lake.mkdir(parents=True, exist_ok=True)
+    con = duckdb.connect()
+    try:
+        con.execute("ATTACH ? AS src (READ_ONLY)", [str(store_path)])
+        base = {row[0] for row in con.execute(
+            "SELECT table_name FROM duckdb_tables() WHERE database_name = 'src'"
+        ).fetchall()}
+        counts = {}
+        for table in tables:
+            if table not in base:  # a view posing as a store table: never run it
+                raise PlanshiftError(f"{store_path}: {table} is not a table", "export a planshift store")
+            counts[table] = _export_table(con, lake, table, host)
+    finally:
+        con.close()
+    return counts
+
+
+def store_tables(store: Store) -> list[str]:
+    return sorted(t for t in user_tables(store._con) if t != "schema_version")
+
+
+def _export_table(con: Any, lake: Path, table: str, host: str) -> int:
+    final = lake / table / f"host={host}"
+    staging = lake / table / f".host={host}.{os.getpid()}.tmp"
+    shutil.rmtree(staging, ignore_errors=True)
+    staging.mkdir(parents=True)
+    rows = int(con.execute(f'SELECT count(*) FROM src."{table}"').fetchone()[0])
+    if rows:
+        if table in BY_DAY:
+            select = f"SELECT *, strftime(\"{BY_DAY[table]}\", '%Y-%m-%d') AS day FROM src.\"{table}\""
+            options = "FORMAT parquet, PARTITION_BY (day), OVERWRITE_OR_IGNORE"
+            con.execute(f"COPY ({select}) TO '{_sql_path(staging)}' ({options})")
+        else:
+            target = _sql_path(staging / "data.parquet")
+            con.execute(f'COPY (SELECT * FROM src."{table}") TO \'{target}\' (FORMAT parquet)')
+    retired = lake / table / f".host={host}.{os.getpid()}.old"
+    if final.exists():
+        final.rename(retired)
+    staging.rename(final)
+    shutil.rmtree(retired, ignore_errors=True)
+    return rows
+
+
+def lake_hosts(lake: Path) -> list[str]:
+    runs = lake / "runs"
+    if not runs.is_dir():
+        raise PlanshiftError(f"{lake} is not a planshift lake (no runs/)", "ingest with --lake first")
+    return sorted(p.name.removeprefix("host=") for p in runs.glob("host=*") if p.is_dir())
+
+
+def materialize(
+    lake: Path,
+    into: Path,
+    *,
+    hosts: Sequence[str] = (),
+    since: date | None = None,
+    until: date | None = None,
+) -> list[str]:
+    """A store at `into` (new) holding the lake's rows of `hosts` (all when empty) between the
+    days `since` and `until` (inclusive; partitions outside are never read). Returns the hosts."""
+    known = lake_hosts(lake)
+    missing = sorted(set(hosts) - set(known))
+    if missing:
+        raise PlanshiftError(
+            f"no host {', '.join(missing)} in {lake}", f"hosts in the lake: {', '.join(known) or 'none'}"
+        )
+    chosen = [h for h in known if not hosts or h in hosts]
+    with Store(into) as store:
+        tables = store_tables(store)
+    con = duckdb.connect()
+    try:
+        con.execute("ATTACH ? AS dst", [str(into)])
+        con.execute("CREATE TEMP TABLE lake_hosts (host VARCHAR, host_no BIGINT)")
+        con.executemany("INSERT INTO lake_hosts VALUES (?, ?)", [[h, known.index(h) + 1] for h in chosen])
+        for table in tables:
+            _load_table(con, lake, table, chosen, since, until)
+    finally:
+        con.close()
+    return chosen
+
+
+def _load_table(
+    con: Any, lake: Path, table: str, hosts: Sequence[str], since: date | None, until: date | None
+) -> None:
+    files = [
+        str(path)
+        for path in sorted((lake / table).glob("host=*/**/*.parquet"))
+        if _wanted(path.relative_to(lake / table), hosts, since, until)
+    ]
+    if not files:
+        return
+    columns = [row[0] for row in con.execute(
+        "SELECT column_name FROM duckdb_columns() WHERE database_name = 'dst' AND table_name = ? "
+        "ORDER BY column_index", [table],
+    ).fetchall()]  # fmt: skip
+    select = ", ".join(
+        f'p."{c}" + h.host_no * {ID_STRIDE}' if c in ID_COLUMNS else f'p."{c}"' for c in columns
+    )
+    # the directory names the host (no hive_partitioning: runs has a column `host` of its own)
+    host = r"regexp_extract(p.filename, '/host=([^/]+)/', 1)"
+    names = ", ".join(f'"{c}"' for c in columns)
+    con.execute(
+        f'INSERT OR IGNORE INTO dst."{table}" ({names}) SELECT {select} '
+        "FROM read_parquet(?, filename = true, union_by_name = true) p "
+        f"JOIN lake_hosts h ON h.host = {host}",
+        [files],
+    )
+
+
+def _wanted(relative: Path, hosts: Sequence[str], since: date | None, until: date | None) -> bool:
+    """`host=H/[day=D/]file.parquet`: a chosen host, and a day inside the range."""
+    parts = dict(part.split("=", 1) for part in relative.parts[:-1] if "=" in part)
+    if parts.get("host") not in hosts:
+        return False
+    day = parts.get("day")
+    if day is None:
+        return True
+    return (since is None or day >= since.isoformat()) and (until is None or day <= until.isoformat())
+
+
+def _sql_path(path: Path) -> str:
+    return str(path).replace("'", "''")

@@ -1,0 +1,128 @@
+"""A fleet's lake: hosts export their stores at once; reading it equals reading each store."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from detector.errors import PlanshiftError
+from detector.store import Store
+from detector.store.lake import check_host, export_host, lake_hosts, materialize
+
+ROOT = Path(__file__).resolve().parent.parent
+LOGS = ROOT / "tests" / "fixtures" / "logs"
+HOSTS = {"h1": LOGS / "pg15" / "pg.log", "h2": LOGS / "incident" / "pg.log", "h3": LOGS / "events" / "pg.log"}
+# what identifies a stored execution whatever its ids: the union of the hosts' stores must equal the lake
+ROWS = (
+    "SELECT t.name, q.sql, o.fingerprint, o.duration_ms, o.collected_at, e.pid, e.line "
+    "FROM observations o JOIN targets t USING (target_id) JOIN queries q USING (query_key) "
+    "JOIN log_entries e USING (observation_id)"
+)
+
+
+def planshift(*args: object) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "detector", *map(str, args)], capture_output=True, text=True, check=False
+    )
+
+
+def rows(store_path: Path, where: str = "") -> set[tuple[object, ...]]:
+    with Store(store_path, read_only=True) as store:
+        return set(store._con.execute(ROWS + where).fetchall())
+
+
+@pytest.fixture(scope="module")
+def stores(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    directory = tmp_path_factory.mktemp("hosts")
+    made = {}
+    for host, log in HOSTS.items():
+        made[host] = directory / f"{host}.duckdb"
+        done = planshift("ingest", log, "--source", host, "--store", made[host])
+        assert done.returncode == 0, done.stderr
+    return made
+
+
+def test_hosts_export_at_once_and_the_lake_is_the_union_of_their_stores(
+    stores: dict[str, Path], tmp_path: Path
+) -> None:
+    lake = tmp_path / "lake"
+    code = (
+        "import sys; from pathlib import Path; from detector.store.lake import export_host; "
+        "export_host(Path(sys.argv[1]), Path(sys.argv[2]), sys.argv[3])"
+    )
+    exporters = [
+        subprocess.Popen([sys.executable, "-c", code, str(path), str(lake), host])
+        for host, path in stores.items()
+    ]
+    assert [p.wait(timeout=120) for p in exporters] == [0, 0, 0]
+    assert lake_hosts(lake) == ["h1", "h2", "h3"]
+    merged = tmp_path / "all.duckdb"
+    assert materialize(lake, merged) == ["h1", "h2", "h3"]
+    assert rows(merged) == set().union(*(rows(path) for path in stores.values()))
+    with Store(merged, read_only=True) as store:
+        assert sorted(t.name for t in store.targets()) == ["h1", "h2", "h3"]
+        assert len({r.run_id for r in store.runs()}) == 3  # ids made unique per host
+
+    again = export_host(stores["h2"], lake, "h2")  # re-exporting replaces, never duplicates
+    assert again["observations"] == len(rows(stores["h2"]))
+    twice = tmp_path / "again.duckdb"
+    materialize(lake, twice)
+    assert rows(twice) == rows(merged)
+
+
+def test_a_host_filter_and_its_timeline_equal_that_host_alone(
+    stores: dict[str, Path], tmp_path: Path
+) -> None:
+    lake = tmp_path / "lake"
+    for host, path in stores.items():
+        export_host(path, lake, host)
+    only = tmp_path / "h2.duckdb"
+    assert materialize(lake, only, hosts=["h2"]) == ["h2"]
+    assert rows(only) == rows(stores["h2"])
+    alone = planshift("timeline", "--store", stores["h2"], "--format", "json")
+    from_lake = planshift("timeline", "--store", only, "--format", "json")
+    assert alone.returncode == from_lake.returncode == 0, alone.stderr + from_lake.stderr
+    assert json.loads(from_lake.stdout) == json.loads(alone.stdout)
+    assert "FLIP" in planshift("timeline", "--store", only).stdout
+
+    with pytest.raises(PlanshiftError, match="no host nosuch"):
+        materialize(lake, tmp_path / "x.duckdb", hosts=["nosuch"])
+
+
+def test_days_outside_the_window_are_not_read(stores: dict[str, Path], tmp_path: Path) -> None:
+    lake = tmp_path / "lake"
+    export_host(stores["h1"], lake, "h1")
+    days = sorted(p.name for p in (lake / "observations" / "host=h1").iterdir())
+    assert days and all(d.startswith("day=") for d in days)
+    first = days[0].removeprefix("day=")
+    import datetime as dt
+
+    after = dt.date.fromisoformat(first) + dt.timedelta(days=1)
+    empty = tmp_path / "later.duckdb"
+    materialize(lake, empty, since=after)
+    with Store(empty, read_only=True) as store:
+        assert store._con.execute("SELECT count(*) FROM observations").fetchone() == (0,)
+        assert len(store.runs()) == 1  # what is not by day is still there
+
+
+def test_host_names_are_directory_safe_and_views_are_never_exported(tmp_path: Path) -> None:
+    for bad in ("../x", "a/b", "", ".hidden", "a b"):
+        with pytest.raises(PlanshiftError):
+            check_host(bad)
+    assert check_host("db-1.eu_west") == "db-1.eu_west"
+    with pytest.raises(PlanshiftError, match="not a planshift lake"):
+        lake_hosts(tmp_path)
+    hostile = tmp_path / "hostile.duckdb"
+    Store(hostile).close()
+    con = duckdb.connect(str(hostile))
+    con.execute("DROP TABLE queries")
+    con.execute("CREATE VIEW queries AS SELECT 'k' AS query_key, 'n' AS name, 's' AS sql, 1 AS queryid")
+    con.close()
+    with pytest.raises(PlanshiftError):
+        export_host(hostile, tmp_path / "lake", "h1")
+    assert not (tmp_path / "lake" / "queries").exists()
