@@ -42,6 +42,7 @@ from detector.version import __version__
 EXPLAIN = {
     "off": "EXPLAIN (ANALYZE, TIMING OFF, BUFFERS, SETTINGS, FORMAT JSON) ",
     "on": "EXPLAIN (ANALYZE, BUFFERS, SETTINGS, FORMAT JSON) ",
+    "plan": "EXPLAIN (SETTINGS, FORMAT JSON) ",  # plan-only: nothing is executed
 }
 
 ProgressCallback = Callable[[str, int], None]
@@ -85,6 +86,7 @@ class RunOptions:
     setup_on_dsn: bool = False  # run the workload's [setup] on --dsn servers too
     cache: str | None = None  # "warm" | "cold" for every query (--cache), else the workload's
     side_names: dict[tuple[str, str], str] = field(default_factory=dict)
+    timing: str = "off"  # set from the workload's: with "plan", no statement is executed
 
 
 def side_name(server: str, variant: str, servers: int, variants: int) -> str:
@@ -109,7 +111,7 @@ def _execute(
     gucs = {"statement_timeout": timeout, **side.gucs}
     # a query without placeholders is sent as written: `LIKE 'PROMO%'` keeps its `%`
     bound = params if query.placeholders else None
-    explain = EXPLAIN["on" if timing == "on" else "off"]
+    explain = EXPLAIN.get(timing, EXPLAIN["off"])
     value, client_ms = one_statement(side.connection, explain + query.sql, bound, gucs)
     plan_json = str(value)
     if timing != "plain":
@@ -171,6 +173,7 @@ def run_workload(
         host=socket.gethostname(),
     )
     sides: list[Side] = []
+    options = replace(options, timing=workload.timing)
     try:
         if options.cache is not None:
             workload = replace(
@@ -306,7 +309,7 @@ def _attribute_flips(
                 options.statement_timeout,
             )
             info = found.as_info()
-            if found.restores:
+            if found.restores and options.timing != "plan":
                 samples = [params[i] if query.placeholders else None for i in sorted(params)]
                 info["counterfactual"] = counterfactual(
                     found,

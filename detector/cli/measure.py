@@ -66,6 +66,14 @@ def run(
             "what each measured execution reads from shared buffers (17+) and the OS page cache.",
         ),
     ] = None,
+    plan_only: Annotated[
+        bool,
+        typer.Option(
+            "--plan-only",
+            help="Plain EXPLAIN, nothing executed: plans without timings, safe on any server "
+            "(production included).",
+        ),
+    ] = False,
 ) -> None:
     """Run a workload on every target x variant and store every execution."""
     from detector.jobs.run import execute_run
@@ -86,6 +94,7 @@ def run(
             only_variants=variant or [],
             setup_on_dsn=setup,
             cache=cache,
+            plan_only=plan_only,
         )
     out.print(f"run {run_id} stored in {store}", markup=False)
 

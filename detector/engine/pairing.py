@@ -84,6 +84,12 @@ def side_settings_of(target: TargetRecord) -> dict[str, str]:
     return {**{str(k): str(v) for k, v in recorded.items()}, **target.gucs}
 
 
+def production_calls(target: TargetRecord, query_key: str) -> int | None:
+    """The query's executions in production, when its workload was captured (`calls`)."""
+    calls = (target.info.get("production_calls") or {}).get(query_key)
+    return int(calls) if isinstance(calls, int) else None
+
+
 def most_frequent_first(variant: PlanVariant) -> tuple[int, str]:
     """Sort key of a side's plan variants: the dominant first, ties by fingerprint (stable)."""
     return (-variant.samples, variant.fingerprint)
@@ -166,7 +172,10 @@ class _Sides:
                 self._plans_of_sides(variants),
                 _windows(durations, samples),
                 timings,
-                repeat(None),
+                [
+                    production_calls(side, g.query_keys[first])
+                    for side, first in zip(sides, self.first_groups, strict=True)
+                ],
                 _windows(_known(g.planning_ms, g.planning_known), known_planning[side_rows]),
                 _windows(_known(g.sample_indices, g.duration_known), samples),
                 _windows(_known(g.total_cost, g.duration_known), samples),

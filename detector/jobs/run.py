@@ -17,7 +17,8 @@ from detector.errors import PlanshiftError
 from detector.jobs.progress import progress_bar
 from detector.jobs.workload import load_workload
 from detector.model import ComparisonResult
-from detector.model.workload import CACHE_MODES
+from detector.model.identity import workload_query_key
+from detector.model.workload import CACHE_MODES, Workload
 from detector.reports import gate_severity, resolve_outputs, write_reports
 from detector.reports.escape import single_line
 from detector.reports.terminal import render_terminal
@@ -44,6 +45,7 @@ def execute_run(
     only_variants: Sequence[str] = (),
     setup_on_dsn: bool = False,
     cache: str | None = None,
+    plan_only: bool = False,
 ) -> int:
     if repetitions is not None and repetitions < 1:
         raise PlanshiftError(
@@ -65,6 +67,9 @@ def execute_run(
                 f"variants: {', '.join(workload.variants)}",
             )
         workload = replace(workload, variants={n: workload.variants[n] for n in only_variants})
+    if plan_only or workload.timing == "plan":
+        workload = plan_only_workload(workload)
+        cache = None
     dsn_map = dict(parse_dsn_option(text) for text in dsns)
     specs = resolve_target_specs(workload.targets, targets, dsn_map)
     options = RunOptions(
@@ -88,6 +93,9 @@ def execute_run(
         )
         console.print(single_line(text), markup=False)
         progress(f"setting up {names}", 0)
+        calls = production_calls(workload)
+        for server in servers if calls else ():
+            server.info["production_calls"] = calls
         run_id = run_workload(workload, servers, store, options, progress)
     for server in servers:
         if "kept_dir" in server.info:
@@ -97,6 +105,19 @@ def execute_run(
             )
             console.print(single_line(text), markup=False)
     return run_id
+
+
+def plan_only_workload(workload: Workload) -> Workload:
+    """Plain EXPLAIN, nothing executed: no priming, no warm-up, no cold trial (an eviction
+    would need executions and extensions), so it is safe against any server."""
+    queries = tuple(replace(q, cache=None) for q in workload.queries)
+    return replace(workload, timing="plan", prime=False, warmup=0, cache="warm", queries=queries)
+
+
+def production_calls(workload: Workload) -> dict[str, int]:
+    """query key -> executions in production (`calls` of captured queries), for the impact
+    ranking; filed in each target's info (targets.info->'production_calls')."""
+    return {workload_query_key(q.name): q.calls for q in workload.queries if q.calls is not None}
 
 
 def compare_from_store(

@@ -41,7 +41,17 @@ KEYS = {
         "cache",
     ),
     "setup": ("sql", "files", "on_dsn"),
-    "query": ("name", "sql", "params", "sweep", "repetitions", "generic_plan", "cache"),
+    "query": (
+        "name",
+        "sql",
+        "params",
+        "sweep",
+        "repetitions",
+        "generic_plan",
+        "cache",
+        "calls",
+        "mean_ms",
+    ),
     "sweep": ("param", "values"),
     "target": ("name", "postgres", "dsn_env", "settings", "checksums", "setup"),
 }
@@ -181,6 +191,12 @@ class _Reader:
         cache = raw.get("cache")
         if cache is not None and cache not in CACHE_MODES:
             raise self.fail(f"{where}.cache", f'expected "warm" or "cold", got {cache!r}')
+        calls = None if raw.get("calls") is None else self.count(raw, "calls", f"{where}.", 0, 0)
+        mean_ms = raw.get("mean_ms")
+        if mean_ms is not None and (
+            isinstance(mean_ms, bool) or not isinstance(mean_ms, (int, float)) or mean_ms < 0
+        ):
+            raise self.fail(f"{where}.mean_ms", f"expected milliseconds >= 0, got {mean_ms!r}")
         names.add(name)
         return Query(
             name=name,
@@ -190,6 +206,8 @@ class _Reader:
             repetitions=reps,
             generic_plan=generic,
             cache=cache,
+            calls=calls,
+            mean_ms=None if mean_ms is None else float(mean_ms),
         )
 
     def target(self, raw: Any, index: int) -> TargetSpec:
@@ -274,6 +292,10 @@ def load_workload(path: str | Path) -> Workload:
             f"expected one of {', '.join(TIMING_MODES)}, got {timing!r}",
             "; ".join(f'"{mode}": {text}' for mode, text in TIMING_MODES.items())
             + ' ("off" is the default)',
+        )
+    if timing == "plan" and cache == "cold":
+        raise reader.fail(
+            "workload.cache", 'a cold trial needs executions; timing "plan" executes nothing'
         )
     raw_queries = data.get("queries", [])
     if not isinstance(raw_queries, list) or not raw_queries:

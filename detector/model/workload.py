@@ -19,6 +19,7 @@ TIMING_MODES: Mapping[str, str] = {
     "off": "EXPLAIN ANALYZE, TIMING OFF",
     "on": "EXPLAIN ANALYZE with per-node timing",
     "plain": "the bare statement, client-timed",
+    "plan": "plain EXPLAIN, not executed (plans only, no timings)",
 }
 CACHE_MODES = ("warm", "cold")
 
@@ -62,6 +63,10 @@ class Query:
     repetitions: int | None = None
     generic_plan: bool = False  # plan-only: EXPLAIN (GENERIC_PLAN) of SQL with $n, no timings
     cache: str | None = None  # "warm" | "cold" for this query (default: the workload's)
+    # production weight (`planshift capture`, from pg_stat_statements): executions and mean
+    # milliseconds; the impact ranking counts `calls` executions of the query
+    calls: int | None = None
+    mean_ms: float | None = None
 
     @property
     def placeholders(self) -> bool:
@@ -112,7 +117,8 @@ class Workload:
     prime: bool = True  # run each sample's parameters once, unmeasured, on every side first
     setup_on_dsn: bool = False  # [setup] on_dsn = "run": setup runs on --dsn servers too
     # how a measured execution is timed: EXPLAIN ANALYZE with per-node TIMING "off" (default)
-    # or "on", or "plain": the bare statement's round trip (its plan from an extra EXPLAIN)
+    # or "on", or "plain": the bare statement's round trip (its plan from an extra EXPLAIN), or
+    # "plan": plain EXPLAIN, nothing executed (`run --plan-only`)
     timing: str = "off"
     # "warm": executions find what earlier ones cached; "cold": before each measured execution the
     # relations it reads are evicted from shared buffers and the OS page cache (collectors/cache.py)

@@ -9,6 +9,7 @@ from detector.engine.census import comparison_switches
 from detector.model import ComparisonResult, QueryComparison, Severity, Side, Verdict
 from detector.model.units import fmt_ms
 from detector.reports.common import (
+    by_importance,
     condition_lines,
     is_quiet,
     method_lines,
@@ -53,6 +54,11 @@ def query_block(query: QueryComparison, console: Console) -> None:
             f"p90 {fmt_ms(base.p90_ms)} -> {fmt_ms(cand.p90_ms)} ms, "
             f"p99 {fmt_ms(base.p99_ms)} -> {fmt_ms(cand.p99_ms)} ms"
         )
+    calls = query.candidate.calls or query.baseline.calls
+    if calls:
+        impact = query.impact_ms
+        change = "" if impact is None else f", {impact:+.1f} ms over those calls"
+        console.print(f"  production: {calls} calls{change}", markup=False)
     width = max(len(single_line(s.label)) for s in (query.baseline, query.candidate))
     for line in census_lines(query.baseline, width) + census_lines(query.candidate, width):
         console.print(line, overflow="fold")
@@ -93,7 +99,12 @@ def render_terminal(result: ComparisonResult, console: Console, *, verbose: bool
     for note in [*condition_lines(result), *method_lines(result)]:
         console.print(note, markup=False, style="dim")
     shown = 0
-    for query in result.queries:
+    # a captured workload (production calls known): what costs production most first
+    weighted = any(q.baseline.calls or q.candidate.calls for q in result.queries)
+    order = by_importance(result) if weighted else range(len(result.queries))
+    if weighted:
+        console.print("queries by workload impact: |median change| x production calls", style="dim")
+    for query in (result.queries[i] for i in order):
         if is_quiet(query) and not verbose:
             continue
         console.print()

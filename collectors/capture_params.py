@@ -1,0 +1,181 @@
+"""The parameter values of captured statements, read from auto_explain logs.
+
+An auto_explain entry shows what one execution ran with: bound parameters in `Query
+Parameters` (16+, extended protocol), or constants in the query text itself (simple
+protocol). Its query key (the parse-tree fingerprint, which ignores constants) finds the
+pg_stat_statements entry it belongs to; then the two texts are lexed and walked token by
+token: each $n of pg_stat_statements meets a constant of the logged text (a `-` sign
+included) or a bound parameter, every other token must be the same. A text that does not
+line up (pg_stat_statements 18 squashes IN lists) gives no values, rather than wrong ones.
+The logs are read with the readers of `collectors.logs` (stderr, csvlog, jsonlog; gzip).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pglast import parser as pg_parser
+
+from collectors.logs.autoexplain import IngestOptions, check_log
+from collectors.logs.formats import Position, detect_format, open_log
+from collectors.logs.plans import EntryError, read_entry
+from collectors.logs.prefix import TimeParser
+from collectors.logs.records import make_reader
+from detector.model.identity import text_query_key
+
+_CONSTANTS = frozenset({"ICONST", "FCONST", "SCONST"})
+_NUMBERS = frozenset({"ICONST", "FCONST"})
+_KEY_CACHE = 20_000
+
+
+@dataclass
+class LoggedValues:
+    """Parameter values per query key ({$n: value} per logged execution), distinct, in log
+    order, and what the logs held."""
+
+    samples: dict[str, list[dict[int, Any]]] = field(default_factory=dict)
+    entries: int = 0  # auto_explain entries read
+    matched: int = 0  # of a captured statement
+    unaligned: int = 0  # of a captured statement, but no values could be read from them
+    unbound: int = 0  # $n in the text and no `Query Parameters` (auto_explain before 16)
+    with_null: int = 0  # a NULL parameter: not replayable from a TOML file (no null in TOML)
+    problems: int = 0  # broken entries and lines (counted, skipped)
+
+
+def read_logged_values(
+    paths: Iterable[Path],
+    statements: Mapping[str, str],
+    *,
+    database: str | None = None,
+    log_line_prefix: str | None = None,
+    limit: int = 50,
+) -> LoggedValues:
+    """Values for the statements (query key -> pg_stat_statements text) from the logs; at
+    most `limit` distinct samples per statement; entries of another database are skipped when
+    the log says which database."""
+    found = LoggedValues()
+    keys: dict[str, str] = {}
+    seen: dict[str, set[str]] = {}
+    options = IngestOptions(log_line_prefix=log_line_prefix)
+    for path in paths:
+        check_log(path, options)
+        stream, _ = open_log(path)
+        with stream:
+            log_format = detect_format(stream.read(1 << 16))
+            reader = make_reader(
+                log_format, stream, Position(), TimeParser(), log_line_prefix, 2000
+            )
+            for batch in reader.batches():
+                found.problems += len(batch.problems)
+                for entry in batch.entries:
+                    if database and entry.database and entry.database != database:
+                        continue
+                    try:
+                        logged = read_entry(entry)
+                    except EntryError:
+                        found.problems += 1
+                        continue
+                    found.entries += 1
+                    text = logged.query_text
+                    key = keys.get(text)
+                    if key is None:
+                        if len(keys) > _KEY_CACHE:
+                            keys.clear()
+                        key = keys[text] = text_query_key(text)
+                    if key not in statements:
+                        continue
+                    found.matched += 1
+                    bound = {int(k[1:]): v for k, v in json.loads(logged.params or "{}").items()}
+                    if any(v is None for v in bound.values()):
+                        found.with_null += 1
+                        continue
+                    if not bound and "$" in text and _has_params(text):
+                        found.unbound += 1  # 15: an extended-protocol execution's values
+                        continue
+                    values = aligned_values(statements[key], text, bound)
+                    if values is None:
+                        found.unaligned += 1
+                        continue
+                    mine = found.samples.setdefault(key, [])
+                    marker = json.dumps(sorted(values.items()))
+                    if len(mine) < limit and marker not in seen.setdefault(key, set()):
+                        seen[key].add(marker)
+                        mine.append(values)
+    return found
+
+
+def aligned_values(
+    normalized: str, logged: str, bound: Mapping[int, str | None]
+) -> dict[int, Any] | None:
+    """{n: value} for each $n of the pg_stat_statements text, from the logged text of one
+    execution and its bound parameters; None when the texts do not line up."""
+    try:
+        ours, theirs = pg_parser.scan(normalized), pg_parser.scan(logged)
+    except pg_parser.ParseError:
+        return None
+    while theirs and theirs[-1].name == "ASCII_59":  # the logged text keeps its `;`
+        theirs = theirs[:-1]
+    values: dict[int, Any] = {}
+    at = 0
+    for token in ours:
+        if at >= len(theirs):
+            return None
+        other = theirs[at]
+        if token.name != "PARAM":
+            mine = normalized[token.start : token.end + 1]
+            if token.name != other.name or mine.lower() != _text(logged, other).lower():
+                return None
+            at += 1
+            continue
+        value: Any = None
+        if other.name == "PARAM":
+            value, at = bound.get(int(_text(logged, other)[1:])), at + 1
+        elif other.name in _CONSTANTS:
+            value, at = literal(_text(logged, other), other.name), at + 1
+        elif other.name == "ASCII_45" and at + 1 < len(theirs) and theirs[at + 1].name in _NUMBERS:
+            value = literal("-" + _text(logged, theirs[at + 1]), theirs[at + 1].name)
+            at += 2
+        if value is None:
+            return None
+        number = int(normalized[token.start + 1 : token.end + 1])
+        if values.setdefault(number, value) != value:
+            return None
+    return values if at == len(theirs) else None
+
+
+def _has_params(sql: str) -> bool:
+    try:
+        return any(t.name == "PARAM" for t in pg_parser.scan(sql))
+    except pg_parser.ParseError:
+        return False
+
+
+def _text(sql: str, token: Any) -> str:
+    return sql[token.start : token.end + 1]
+
+
+def literal(text: str, kind: str) -> Any:
+    """The value of a constant as TOML can hold it: an integer, a float that reads back the
+    same, else text; None for what cannot be read back (E'' escapes, bit strings)."""
+    if kind == "ICONST":
+        digits = text.replace("_", "")
+        try:
+            return int(digits) if digits.lstrip("-").isdigit() else int(digits, 0)
+        except ValueError:
+            return None
+    if kind == "FCONST":
+        try:
+            number = float(text)
+        except ValueError:
+            return None
+        return number if repr(number) == text else text
+    if text.startswith("'") and text.endswith("'") and len(text) >= 2:
+        return text[1:-1].replace("''", "'")
+    if text.startswith("$"):  # dollar quoting: $tag$ ... $tag$
+        tag = text[: text.index("$", 1) + 1]
+        return text[len(tag) : -len(tag)]
+    return None

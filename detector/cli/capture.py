@@ -1,0 +1,116 @@
+"""`planshift capture`: a running system's workload, read-only, as a workload file to replay."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from detector.cli.common import out, user_errors
+
+
+def capture(
+    target: Annotated[
+        str,
+        typer.Option(
+            "--target",
+            help="DSN of the source database (read-only session; a password belongs in "
+            "PGPASSWORD or ~/.pgpass).",
+        ),
+    ],
+    output: Annotated[
+        Path, typer.Option("--output", "-o", help="Directory for workload.toml, schema.sql ...")
+    ],
+    log: Annotated[
+        list[Path] | None,
+        typer.Option(
+            "--log",
+            help="auto_explain server log (stderr, csvlog, jsonlog; .gz): parameter values of "
+            "real executions. Repeatable.",
+        ),
+    ] = None,
+    top: Annotated[
+        int, typer.Option(help="Statements to capture, by total time in pg_stat_statements.")
+    ] = 50,
+    data: Annotated[
+        bool,
+        typer.Option("--data", help="Also dump the data (small databases), for embedded clusters."),
+    ] = False,
+    max_data_mb: Annotated[
+        float, typer.Option(help="Largest database --data copies (pg_database_size, MB).")
+    ] = 200.0,
+    samples: Annotated[int, typer.Option(help="Distinct parameter sets kept per statement.")] = 20,
+    log_line_prefix: Annotated[
+        str | None,
+        typer.Option(help="The server's log_line_prefix for stderr logs (default: guessed)."),
+    ] = None,
+    pg_bin: Annotated[
+        list[Path] | None,
+        typer.Option("--pg-bin", help="bin directory holding the source version's pg_dump."),
+    ] = None,
+) -> None:
+    """Capture a running system's workload (pg_stat_statements, auto_explain logs, schema)
+    without writing to it; replay it with `planshift run DIR/workload.toml`."""
+    from detector.jobs.capture import CaptureOptions, capture_workload, one_line
+
+    options = CaptureOptions(
+        top=top,
+        logs=tuple(log or ()),
+        log_line_prefix=log_line_prefix,
+        data=data,
+        max_data_mb=max_data_mb,
+        samples=samples,
+        pg_bins=tuple(pg_bin or ()),
+    )
+    with user_errors():
+        report = capture_workload(target, output, options)
+    source = report.source
+    version = f"{source.server_version_num // 10000}.{source.server_version_num % 10000}"
+
+    def say(text: str) -> None:
+        out.print(text, markup=False, highlight=False)
+
+    say(
+        f"captured {len(report.queries)} queries of database {source.database} "
+        f"(PostgreSQL {version}) into {report.workload}"
+    )
+    width = max(len(q.name) for q in report.queries)
+    for query in report.queries:
+        say(
+            f"  {query.name:<{width}}  {query.calls:>10} calls  {query.mean_ms:>9.3f} ms mean  "
+            f"{query.mode}"
+        )
+    if report.logged is not None:
+        logged = report.logged
+        say(
+            f"logs: {logged.entries} auto_explain entries, {logged.matched} of captured "
+            f"statements, {logged.unbound} without parameter values (auto_explain before 16 "
+            f"does not log bound parameters), {logged.unaligned} whose values could not be read, "
+            f"{logged.with_null} with a NULL parameter, {logged.problems} broken"
+        )
+    if report.skipped:
+        say(f"not captured ({len(report.skipped)} of the top {options.top}):")
+        for statement in report.skipped:
+            say(
+                f"  {statement.kind:<10} {one_line(statement.sql, 70)} ({statement.calls} calls): {statement.reason}"
+            )
+    if report.generic:
+        why = (
+            "no logged execution showed their values (auto_explain logs bound parameters "
+            "from PostgreSQL 16 on)"
+            if options.logs
+            else "--log with auto_explain logs gives their values"
+        )
+        say(
+            f"missing parameters: {len(report.generic)} queries replay as generic plans "
+            f"(plans only, no timings): {why}"
+        )
+    if report.utility:
+        kinds = sorted({one_line(s.sql, 20).split()[0].upper() for s in report.utility})
+        say(
+            f"ignored {len(report.utility)} utility and catalog statements ({', '.join(kinds[:8])})"
+        )
+    say("files: " + ", ".join(str(p) for p in report.files))
+    where = "-t pg15 -t pg17" if options.data else "--dsn old=DSN --dsn new=DSN"
+    say(f"replay: planshift run {report.workload} {where}")

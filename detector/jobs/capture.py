@@ -1,0 +1,166 @@
+"""`planshift capture`: a running system's workload as a workload file planshift can replay.
+
+Read-only on the source (collectors/capture.py says how): the top statements of
+pg_stat_statements by total time, their parameters from auto_explain logs when given
+(collectors/capture_params.py), the schema and, for a small database, the data from pg_dump
+(collectors/capture_dump.py). Written to DIR: workload.toml, schema.sql, dump.sql (--data).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+
+from collectors.capture import (
+    CAPTURE_TIMEOUT,
+    IGNORED,
+    SourceRead,
+    Statement,
+    open_source,
+    read_source,
+)
+from collectors.capture import relations_of as relations
+from collectors.capture_dump import dump
+from collectors.capture_params import LoggedValues, read_logged_values
+from collectors.servers.targets import redact_conninfo
+from detector.errors import PlanshiftError
+from detector.jobs.capture_toml import CapturedQuery, query_name, workload_toml
+from detector.jobs.workload import load_workload
+
+WORKLOAD_FILE = "workload.toml"
+SCHEMA_FILE = "schema.sql"
+DUMP_FILE = "dump.sql"
+
+
+@dataclass(frozen=True)
+class CaptureOptions:
+    top: int = 50
+    logs: tuple[Path, ...] = ()
+    log_line_prefix: str | None = None
+    data: bool = False
+    max_data_mb: float = 200.0
+    samples: int = 20  # distinct parameter sets kept per query
+    statement_timeout: str = CAPTURE_TIMEOUT
+    pg_bins: tuple[Path, ...] = ()
+
+
+@dataclass
+class CaptureReport:
+    directory: Path
+    source: SourceRead
+    redacted_dsn: str
+    queries: list[CapturedQuery] = field(default_factory=list)
+    skipped: list[Statement] = field(default_factory=list)  # in the top N, not replayable
+    utility: list[Statement] = field(default_factory=list)  # BEGIN, SET, DDL ...: not ranked
+    logged: LoggedValues | None = None
+    files: list[Path] = field(default_factory=list)
+
+    @property
+    def workload(self) -> Path:
+        return self.directory / WORKLOAD_FILE
+
+    @property
+    def generic(self) -> list[CapturedQuery]:
+        return [q for q in self.queries if q.mode == "generic plan"]
+
+
+def one_line(sql: str, width: int = 100) -> str:
+    text = re.sub(r"\s+", " ", sql).strip()
+    return text if len(text) <= width else text[: width - 3] + "..."
+
+
+def capture_workload(dsn: str, directory: Path, options: CaptureOptions) -> CaptureReport:
+    if options.top < 1:
+        raise PlanshiftError(f"--top {options.top}: expected a positive number", "e.g. --top 50")
+    missing = [str(p) for p in options.logs if not p.is_file()]
+    if missing:
+        raise PlanshiftError(f"no such log file: {', '.join(missing)}", "pass server log files")
+    conn = open_source(dsn, options.statement_timeout)
+    try:
+        source = read_source(conn)
+    finally:
+        conn.close()
+    report = CaptureReport(directory, source, redact_conninfo(dsn))
+    ranked = [s for s in source.statements if s.kind not in IGNORED][: options.top]
+    report.utility = [s for s in source.statements if s.kind in IGNORED]
+    report.skipped = [s for s in ranked if s.kind != "query"]
+    chosen = [s for s in ranked if s.kind == "query"]
+    if not chosen:
+        raise PlanshiftError(
+            f"nothing to replay in database {source.database}: pg_stat_statements has "
+            f"{len(ranked)} statements besides utility ones, none a query planshift can replay",
+            "run the application's load first (or pg_stat_statements_reset() was called); "
+            "statements that write are not captured",
+        )
+    size_mb = source.database_bytes / 2**20
+    if options.data and size_mb > options.max_data_mb:
+        raise PlanshiftError(
+            f"database {source.database} is {size_mb:.0f} MB, more than --max-data-mb "
+            f"{options.max_data_mb:g}: too large to copy into embedded clusters",
+            "capture without --data and replay on restored copies with --dsn, or raise "
+            "--max-data-mb",
+        )
+    if options.logs:
+        wanted = {s.key: s.sql for s in chosen if s.parameters}
+        report.logged = read_logged_values(
+            options.logs,
+            wanted,
+            database=source.database,
+            log_line_prefix=options.log_line_prefix,
+            limit=options.samples,
+        )
+    samples = report.logged.samples if report.logged else {}
+    taken: set[str] = set()
+    for s in chosen:
+        name = query_name(s.sql, [n for n, _ in relations(s.sql)], taken)
+        found = tuple(samples.get(s.key, ()))
+        report.queries.append(
+            CapturedQuery(
+                name, s.sql, (s.queryid, *s.queryids), s.calls, s.mean_ms, s.total_ms, found
+            )
+        )
+    directory.mkdir(parents=True, exist_ok=True)
+    major = source.server_version_num // 10000
+    report.files.append(
+        dump(dsn, major, directory / SCHEMA_FILE, data=False, pg_bins=options.pg_bins)
+    )
+    if options.data:
+        report.files.append(
+            dump(dsn, major, directory / DUMP_FILE, data=True, pg_bins=options.pg_bins)
+        )
+    text = workload_toml(
+        name=f"capture-{source.database}",
+        header=_header(report, options),
+        setup_files=[DUMP_FILE if options.data else SCHEMA_FILE],
+        queries=report.queries,
+        not_captured=[
+            f"{s.kind}: {one_line(s.sql)} ({s.calls} calls): {s.reason}" for s in report.skipped
+        ],
+    )
+    report.workload.write_text(text)
+    report.files.insert(0, report.workload)
+    load_workload(report.workload)  # what capture writes, the loader reads
+    return report
+
+
+def _header(report: CaptureReport, options: CaptureOptions) -> list[str]:
+    source = report.source
+    version = f"{source.server_version_num // 10000}.{source.server_version_num % 10000}"
+    taken = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
+    lines = [
+        f"captured by `planshift capture` from {report.redacted_dsn} (PostgreSQL {version}, "
+        f"database {source.database}) at {taken}: the top {options.top} statements by total time",
+    ]
+    if options.data:
+        lines.append(
+            "embedded clusters load dump.sql; replay: planshift run workload.toml -t pg15 -t pg17"
+        )
+    else:
+        lines.append(
+            "schema only (capture --data copies a small database): replay on servers holding a "
+            "copy of the data: planshift run workload.toml --dsn old=... --dsn new=..."
+        )
+    lines.append("plans only, nothing executed (safe on production): planshift run --plan-only ...")
+    return lines

@@ -1,0 +1,145 @@
+"""The text side of `planshift capture`: parameter values read back from logged SQL, and the
+workload file it writes, read by the strict loader (no server needed)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from collectors.capture import classify, relations_of
+from collectors.capture_dump import loadable
+from collectors.capture_params import aligned_values, literal
+from detector.errors import PlanshiftError
+from detector.jobs.capture_toml import CapturedQuery, placeholder_sql, query_name, workload_toml
+from detector.jobs.workload import load_workload
+
+NORMALIZED = "SELECT * FROM t WHERE a = $1 AND b = $2 AND c = $3 LIMIT $4"
+
+
+@pytest.mark.parametrize(
+    ("logged", "bound", "expected"),
+    [
+        # simple protocol: the constants of the text, a sign included, `;` ignored
+        (
+            "select * from t where a = -5 and b = 'it''s' and c = 2.5 limit 10;",
+            {},
+            {1: -5, 2: "it's", 3: 2.5, 4: 10},
+        ),
+        # extended protocol (16+): `Query Parameters`, and a constant among parameters
+        (
+            "SELECT * FROM t WHERE a = $1 AND b = $2 AND c = $3 LIMIT 5",
+            {1: "7", 2: "x", 3: "0.1"},
+            {1: "7", 2: "x", 3: "0.1", 4: 5},
+        ),
+        ("SELECT * FROM t WHERE a = $1 AND b = $2 AND c = $3 LIMIT 5", {}, None),  # 15: unbound
+        ("SELECT * FROM t WHERE a = 1 AND b = 2 AND c = 3", {}, None),  # another statement
+        ("SELECT * FROM t WHERE a = 1 AND b = 2 AND c = 3 LIMIT 4 OFFSET 1", {}, None),
+        ("SELECT * FROM t WHERE a = 1 AND b = E'\\n' AND c = 3 LIMIT 4", {}, None),  # unreadable
+    ],
+)
+def test_values_are_read_back_only_when_the_texts_line_up(
+    logged: str, bound: dict[int, str], expected: dict[int, object] | None
+) -> None:
+    assert aligned_values(NORMALIZED, logged, bound) == expected
+
+
+def test_pg18_squashed_in_lists_give_no_values() -> None:
+    assert (
+        aligned_values(
+            "SELECT 1 FROM t WHERE a IN ($1 /*, ... */)", "SELECT 1 FROM t WHERE a IN (1, 2)", {}
+        )
+        is None
+    )
+
+
+def test_literals() -> None:
+    assert literal("0x1F", "ICONST") == 31 and literal("007", "ICONST") == 7
+    assert literal("1.50", "FCONST") == "1.50" and literal("1.5", "FCONST") == 1.5
+    assert literal("$q$a'b$q$", "SCONST") == "a'b"
+
+
+def test_statements_are_classified_by_the_parser() -> None:
+    kinds = {
+        "SELECT abalance FROM pgbench_accounts WHERE aid = $1": "query",
+        "UPDATE t SET a = $1": "write",
+        "WITH d AS (DELETE FROM t RETURNING *) SELECT * FROM d": "write",
+        "SELECT * INTO t2 FROM t": "write",
+        "BEGIN": "utility",
+        "<insufficient privilege>": "hidden",
+        "SELEKT 1": "unparsable",
+    }
+    assert {sql: classify(1, sql, 1, 1.0).kind for sql in kinds} == kinds
+    assert relations_of("WITH c AS (SELECT 1) SELECT * FROM c, s.t JOIN u USING (id)") == [
+        ("s.t", False),
+        ("u", False),
+    ]
+
+
+def test_psql_meta_commands_leave_the_dump_and_string_lines_stay() -> None:
+    dump = "\\restrict abc123\nCREATE TABLE t (a text);\nINSERT INTO t VALUES ('x\n\\y');\n\\unrestrict abc123\n"
+    assert loadable(dump) == "CREATE TABLE t (a text);\nINSERT INTO t VALUES ('x\n\\y');\n"
+
+
+def test_the_written_workload_reads_back_with_awkward_values(tmp_path: Path) -> None:
+    sql = "SELECT a % 2, '''' FROM t WHERE b = $1 AND c = $2 AND d = $3"
+    samples = (
+        {1: "quote ' and \"double\" and '''", 2: 2**70, 3: "tab\tDEL\x7f é"},
+        {1: "line\nbreak", 2: -3, 3: 0.25},
+    )
+    taken: set[str] = set()
+    queries = [
+        CapturedQuery(query_name(sql, ["t"], taken), sql, (1, 2), 1000, 0.5, 500.0, samples),
+        CapturedQuery(query_name(sql, ["t"], taken), sql, (3,), 10, 2.0, 20.0, ()),
+        CapturedQuery(query_name("select 1", [], taken), "select 1", (4,), 3, 0.1, 0.3, ()),
+    ]
+    text = workload_toml(
+        name="capture-x",
+        header=["from somewhere"],
+        setup_files=["schema.sql"],
+        queries=queries,
+        not_captured=["write: UPDATE t SET a = $1 (5 calls): writes"],
+    )
+    (tmp_path / "schema.sql").write_text("CREATE TABLE t (a int, b text, c numeric, d text);\n")
+    (tmp_path / "workload.toml").write_text(text)
+    workload = load_workload(tmp_path / "workload.toml")
+    first, generic, plain = workload.queries
+    assert [q.name for q in workload.queries] == ["select_t", "select_t_2", "select_expression"]
+    assert first.sql == "SELECT a %% 2, '''' FROM t WHERE b = %(p1)s AND c = %(p2)s AND d = %(p3)s"
+    assert [p.args for p in first.params] == [
+        (samples[0][1], samples[1][1]),
+        (str(2**70), -3),  # beyond 64 bits: text, as TOML holds no larger integer
+        (samples[0][3], 0.25),
+    ]
+    assert (first.calls, first.mean_ms) == (1000, 0.5)
+    assert generic.generic_plan and generic.sql == sql and not generic.params
+    assert not plain.generic_plan and plain.sql == "select 1" and not plain.placeholders
+    assert "# not captured:" in text and placeholder_sql("a % $1") == "a %% %(p1)s"
+
+
+@pytest.mark.parametrize(
+    ("extra", "problem"),
+    [
+        ("calls = -1", "queries[0].calls"),
+        ("calls = 1.5", "queries[0].calls"),
+        ("mean_ms = 'fast'", "queries[0].mean_ms"),
+        ("mean_ms = true", "queries[0].mean_ms"),
+    ],
+)
+def test_weights_are_checked(tmp_path: Path, extra: str, problem: str) -> None:
+    path = tmp_path / "w.toml"
+    path.write_text(f"[[queries]]\nname = 'q'\nsql = 'SELECT 1'\n{extra}\n")
+    with pytest.raises(PlanshiftError, match=re.escape(problem)):
+        load_workload(path)
+
+
+def test_plan_only_timing_takes_no_cold_trial(tmp_path: Path) -> None:
+    path = tmp_path / "w.toml"
+    path.write_text(
+        "[workload]\ntiming = 'plan'\ncache = 'cold'\n[[queries]]\nname = 'q'\nsql = 'SELECT 1'\n"
+    )
+    with pytest.raises(PlanshiftError, match="executes nothing"):
+        load_workload(path)
+    path.write_text("[workload]\ntiming = 'plan'\n[[queries]]\nname = 'q'\nsql = 'SELECT 1'\n")
+    assert load_workload(path).timing == "plan"

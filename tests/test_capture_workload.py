@@ -1,0 +1,238 @@
+"""`planshift capture` from a real server that ran a pgbench load (simple and prepared
+protocol), the workload it writes, its replay on two versions with production weights, and
+that neither capture nor a plan-only replay writes to the source."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import psycopg
+import pytest
+from psycopg.conninfo import make_conninfo
+from typer.testing import CliRunner
+
+from collectors.servers.embedded import EmbeddedCluster
+from collectors.servers.installations import find_installation
+from detector.cli.app import app
+from detector.engine.compare import CompareOptions
+from detector.errors import PlanshiftError
+from detector.jobs.run import compare_from_store
+from detector.jobs.workload import load_workload
+from detector.model.workload import Query
+from detector.store import Store
+
+pytestmark = pytest.mark.pg
+SOURCE_SETTINGS = {
+    "auto_explain.log_min_duration": "0",
+    "auto_explain.log_format": "json",
+    "auto_explain.log_analyze": "off",
+    "log_line_prefix": "%m [%p] %q%u@%d ",
+    "autovacuum": "off",  # nothing but the test writes
+}
+# a custom pgbench script: constants (simple protocol: in the logged text), a string literal
+RANGE_SCRIPT = (
+    "\\set a random(1, 90000)\n"
+    "SELECT count(*) FROM pgbench_accounts WHERE aid BETWEEN :a AND :a + 50 AND filler <> 'x';\n"
+)
+# sent by psycopg as a server-side prepared statement: $1 in the logged text
+PREPARED = "SELECT bid, sum(abalance) FROM pgbench_accounts WHERE bid = %s GROUP BY bid"
+
+
+class Source:
+    def __init__(self, cluster: EmbeddedCluster, dsn: str) -> None:
+        self.cluster, self.dsn = cluster, dsn
+
+    def one(self, sql: str) -> tuple[object, ...]:
+        with psycopg.connect(self.dsn, autocommit=True) as conn:
+            row = conn.execute(sql).fetchone()
+        assert row is not None
+        return tuple(row)
+
+    def writes(self) -> tuple[object, ...]:
+        """Rows this database's sessions inserted, updated and deleted."""
+        return self.one(
+            "SELECT tup_inserted, tup_updated, tup_deleted FROM pg_stat_database "
+            "WHERE datname = current_database()"
+        )
+
+
+def pgbench(cluster: EmbeddedCluster, *arguments: str) -> None:
+    binary = cluster.installation.bindir / "pgbench"
+    if not binary.is_file():
+        pytest.skip(f"no pgbench in {cluster.installation.bindir}")
+    env = {**os.environ, "PGHOST": str(cluster.socket_dir), "PGPORT": str(cluster.port)}
+    env["PGUSER"] = "postgres"
+    subprocess.run([str(binary), *arguments, "bench"], env=env, check=True, capture_output=True)
+
+
+def start_source(major: int, tmp: Path) -> Iterator[Source]:
+    try:
+        installation = find_installation(major)
+    except PlanshiftError as exc:
+        pytest.skip(f"PostgreSQL {major} is not available: {exc}")
+    with EmbeddedCluster(
+        installation, settings=SOURCE_SETTINGS, name=f"capture-src{major}"
+    ) as cluster:
+        with psycopg.connect(cluster.conninfo, autocommit=True) as conn:
+            conn.execute("CREATE DATABASE bench")
+        source = Source(cluster, make_conninfo(cluster.conninfo, dbname="bench"))
+        with psycopg.connect(source.dsn, autocommit=True) as conn:
+            conn.execute("CREATE EXTENSION pg_stat_statements")
+        pgbench(cluster, "-i", "-s", "1", "-q")
+        script = tmp / "range.sql"
+        script.write_text(RANGE_SCRIPT)
+        pgbench(cluster, "-M", "simple", "-S", "-t", "200")
+        pgbench(cluster, "-M", "prepared", "-S", "-t", "200")
+        pgbench(cluster, "-M", "simple", "-f", str(script), "-t", "100")
+        pgbench(cluster, "-M", "prepared", "-N", "-t", "20")  # writes, not captured
+        with psycopg.connect(source.dsn, autocommit=True) as conn:
+            for _ in range(8):
+                conn.execute(PREPARED, [1], prepare=True)
+            conn.execute("CREATE TEMP TABLE scratch AS SELECT 1 AS x")
+            for _ in range(30):
+                conn.execute("SELECT count(*) FROM scratch WHERE x > 0")
+        yield source
+
+
+@pytest.fixture(scope="module")
+def source15(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Source]:
+    yield from start_source(15, tmp_path_factory.mktemp("src15"))
+
+
+def capture(source: Source, out: Path, *extra: str) -> str:
+    result = CliRunner().invoke(
+        app,
+        [
+            "capture",
+            "--target",
+            source.dsn,
+            "--log",
+            str(source.cluster.log_path),
+            "-o",
+            str(out),
+            *extra,
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    return result.output
+
+
+def test_capture_writes_a_workload_that_replays_on_two_versions_with_weights(
+    source15: Source, tmp_path: Path
+) -> None:
+    output = capture(source15, tmp_path / "cap", "--data", "--top", "20")
+    workload = load_workload(tmp_path / "cap" / "workload.toml")
+    queries = {q.name: q for q in workload.queries}
+
+    def having(text: str) -> Query:
+        return next(q for q in workload.queries if text in q.sql)
+
+    lookup = having("WHERE aid = %(p1)s")
+    calls = source15.one(
+        "SELECT sum(calls)::int FROM pg_stat_statements "
+        "WHERE query = 'SELECT abalance FROM pgbench_accounts WHERE aid = $1'"
+    )[0]
+    # simple (constants) and prepared (parameters) protocol: one query, calls summed
+    assert lookup.calls == calls == 420
+    assert [p.kind for p in lookup.params] == ["values"] and len(lookup.params[0].args) == 20
+    assert all(isinstance(v, int) and 1 <= v <= 100000 for v in lookup.params[0].args)
+    ranged = having("BETWEEN")
+    assert "%(p1)s AND %(p2)s + %(p3)s AND filler <> %(p4)s" in ranged.sql
+    assert {p.name: p.args[0] for p in ranged.params}["p4"] == "x"
+    # PostgreSQL 15 logs no bound parameters: the prepared statement's plan is its generic one
+    grouped = having("GROUP BY")
+    assert grouped.generic_plan and "$1" in grouped.sql and grouped.calls == 8
+    assert "missing parameters: 1 queries replay as generic plans" in output
+    # what it could not capture, said
+    assert "write      UPDATE pgbench_accounts" in output or "write      INSERT" in output
+    assert "scratch, which the capture session cannot see" in output
+    assert not any(
+        "scratch" in q.sql or q.sql.startswith(("UPDATE", "INSERT")) for q in queries.values()
+    )
+    store = tmp_path / "s.duckdb"
+    run = CliRunner().invoke(
+        app,
+        ["run", str(workload.path), "-t", "pg15", "-t", "pg17", "--store", str(store),
+         "--repetitions", "4", "--warmup", "0"],
+    )  # fmt: skip
+    if run.exit_code == 2 and "not found" in run.output:
+        pytest.skip(f"PostgreSQL 17 is not available: {run.output}")
+    assert run.exit_code == 0, run.output
+    result = compare_from_store(store, "pg15", "pg17", None, CompareOptions())
+    weights = {q.query_name: (q.baseline.calls, q.candidate.calls) for q in result.queries}
+    assert weights[lookup.name] == (420, 420)
+    assert weights == {q.name: (q.calls, q.calls) for q in workload.queries}
+    shown = CliRunner().invoke(app, ["compare", "--store", str(store), "-v"])
+    assert "production: 420 calls" in shown.output
+    assert "queries by workload impact" in shown.output
+
+
+def test_capture_never_writes_to_the_source(source15: Source, tmp_path: Path) -> None:
+    """As a role that may read everything and write nothing, every transaction read-only:
+    a write would fail the capture; the database's write counters do not move."""
+    with psycopg.connect(source15.dsn, autocommit=True) as conn:
+        conn.execute("DROP ROLE IF EXISTS reader")
+        conn.execute("CREATE ROLE reader LOGIN IN ROLE pg_read_all_data, pg_read_all_stats")
+        conn.execute("ALTER ROLE reader SET default_transaction_read_only = on")
+    reader = Source(source15.cluster, make_conninfo(source15.dsn, user="reader"))
+    before = source15.writes()
+    capture(reader, tmp_path / "cap", "--data")
+    assert (tmp_path / "cap" / "dump.sql").stat().st_size > 1000
+    assert source15.writes() == before
+    with psycopg.connect(source15.dsn, autocommit=True) as conn:
+        sent = conn.execute(
+            "SELECT query FROM pg_stat_statements s JOIN pg_roles r ON r.oid = s.userid "
+            "WHERE r.rolname = 'reader'"
+        ).fetchall()
+    assert sent and not any(
+        q.lstrip().upper().startswith(("INSERT", "UPDATE", "DELETE", "CREATE", "ALTER"))
+        for (q,) in sent
+    )
+
+
+def test_plan_only_replay_on_the_source_executes_nothing(source15: Source, tmp_path: Path) -> None:
+    capture(source15, tmp_path / "cap")  # schema only: replay where the data is
+    executed = (
+        "SELECT coalesce(sum(calls), 0) FROM pg_stat_statements WHERE query LIKE 'SELECT abalance%'"
+    )
+    calls, writes = source15.one(executed), source15.writes()
+    store = tmp_path / "s.duckdb"
+    result = CliRunner().invoke(
+        app,
+        ["run", str(tmp_path / "cap" / "workload.toml"), "--dsn", f"prod={source15.dsn}",
+         "--plan-only", "--store", str(store), "--repetitions", "3"],
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    assert source15.one(executed) == calls
+    assert source15.writes() == writes
+    with Store(store, read_only=True) as db:
+        rows = db._con.execute("SELECT count(*), count(duration_ms) FROM observations").fetchone()
+    assert rows is not None and rows[0] > 0 and rows[1] == 0
+
+
+def test_bound_parameters_of_16_and_later_become_values(tmp_path: Path) -> None:
+    for source in start_source(17, tmp_path):
+        output = capture(source, tmp_path / "cap", "--top", "20")
+        workload = load_workload(tmp_path / "cap" / "workload.toml")
+        grouped = next(q for q in workload.queries if "GROUP BY" in q.sql)
+        assert not grouped.generic_plan and [p.args for p in grouped.params] == [("1",)]
+        assert "missing parameters" not in output
+
+
+def test_errors_are_user_errors(source15: Source, tmp_path: Path) -> None:
+    too_big = CliRunner().invoke(
+        app,
+        ["capture", "--target", source15.dsn, "-o", str(tmp_path), "--data",
+         "--max-data-mb", "0.5"],
+    )  # fmt: skip
+    assert too_big.exit_code == 2 and "too large to copy" in too_big.output
+    with psycopg.connect(source15.cluster.conninfo, autocommit=True) as conn:
+        conn.execute("DROP DATABASE IF EXISTS empty")
+        conn.execute("CREATE DATABASE empty")
+    bare = make_conninfo(source15.dsn, dbname="empty")
+    missing = CliRunner().invoke(app, ["capture", "--target", bare, "-o", str(tmp_path)])
+    assert missing.exit_code == 2 and "pg_stat_statements is not installed" in missing.output
+    assert "Traceback" not in missing.output
