@@ -51,22 +51,29 @@ def test_hosts_export_at_once_and_the_lake_is_the_union_of_their_stores(
     stores: dict[str, Path], tmp_path: Path
 ) -> None:
     lake = tmp_path / "lake"
-    code = (
-        "import sys; from pathlib import Path; from detector.store.lake import export_host; "
-        "export_host(Path(sys.argv[1]), Path(sys.argv[2]), sys.argv[3])"
-    )
-    exporters = [
-        subprocess.Popen([sys.executable, "-c", code, str(path), str(lake), host])
+    ingests = [  # three hosts ingest (again: idempotent) and export at the same time
+        subprocess.Popen(
+            [sys.executable, "-m", "detector", "ingest", str(HOSTS[host]), "--source", host,
+             "--store", str(path), "--lake", str(lake)],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        )
         for host, path in stores.items()
     ]
-    assert [p.wait(timeout=120) for p in exporters] == [0, 0, 0]
+    outputs = [p.communicate(timeout=300) for p in ingests]
+    assert [p.returncode for p in ingests] == [0, 0, 0], outputs
+    assert all(" observations in lake " in out for out, _ in outputs)
     assert lake_hosts(lake) == ["h1", "h2", "h3"]
     merged = tmp_path / "all.duckdb"
     assert materialize(lake, merged) == ["h1", "h2", "h3"]
     assert rows(merged) == set().union(*(rows(path) for path in stores.values()))
     with Store(merged, read_only=True) as store:
-        assert sorted(t.name for t in store.targets()) == ["h1", "h2", "h3"]
-        assert len({r.run_id for r in store.runs()}) == 3  # ids made unique per host
+        assert {t.name for t in store.targets()} == {"h1", "h2", "h3"}
+        runs = store.runs()
+    stored_runs = 0
+    for path in stores.values():
+        with Store(path, read_only=True) as store:
+            stored_runs += len(store.runs())
+    assert len({r.run_id for r in runs}) == stored_runs  # ids made unique per host
 
     again = export_host(stores["h2"], lake, "h2")  # re-exporting replaces, never duplicates
     assert again["observations"] == len(rows(stores["h2"]))
@@ -89,6 +96,16 @@ def test_a_host_filter_and_its_timeline_equal_that_host_alone(
     assert alone.returncode == from_lake.returncode == 0, alone.stderr + from_lake.stderr
     assert json.loads(from_lake.stdout) == json.loads(alone.stdout)
     assert "FLIP" in planshift("timeline", "--store", only).stdout
+    via_cli = planshift("timeline", "--lake", lake, "--source", "h2", "--format", "json")
+    assert json.loads(via_cli.stdout) == json.loads(alone.stdout)
+    fleet = json.loads(planshift("fleet", "--lake", lake, "--format", "json").stdout)
+    flipped = {f["host"] for q in fleet["queries"] for f in q["flips"]}
+    assert fleet["hosts"] == ["h1", "h2", "h3"] and "h2" in flipped
+    assert all(f["after"]["signature"] != f["before"]["signature"] for q in fleet["queries"] for f in q["flips"])
+    only_h3 = json.loads(planshift("fleet", "--lake", lake, "--source", "h3", "-f", "json").stdout)
+    assert {f["host"] for q in only_h3["queries"] for f in q["flips"]} == {"h3"}
+    refused = planshift("fleet", "--lake", lake, "--source", "nosuch")
+    assert refused.returncode == 2 and "hint: hosts: h1, h2, h3" in refused.stderr
 
     with pytest.raises(PlanshiftError, match="no host nosuch"):
         materialize(lake, tmp_path / "x.duckdb", hosts=["nosuch"])
@@ -105,9 +122,11 @@ def test_days_outside_the_window_are_not_read(stores: dict[str, Path], tmp_path:
     after = dt.date.fromisoformat(first) + dt.timedelta(days=1)
     empty = tmp_path / "later.duckdb"
     materialize(lake, empty, since=after)
+    with Store(stores["h1"], read_only=True) as store:
+        runs = len(store.runs())
     with Store(empty, read_only=True) as store:
         assert store._con.execute("SELECT count(*) FROM observations").fetchone() == (0,)
-        assert len(store.runs()) == 1  # what is not by day is still there
+        assert len(store.runs()) == runs  # what is not by day is still there
 
 
 def test_host_names_are_directory_safe_and_views_are_never_exported(tmp_path: Path) -> None:

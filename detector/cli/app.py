@@ -9,7 +9,7 @@ from typing import Annotated, Any
 import typer
 from typer.core import TyperGroup, TyperOption
 
-from detector.cli import capture, gate, listing, measure, postmortem
+from detector.cli import fleet, gate, listing, measure, postmortem
 from detector.cli.common import err, fail, out
 from detector.errors import PlanshiftError
 
@@ -74,7 +74,7 @@ COMMANDS = (
     postmortem.ingest,
     postmortem.snapshot,
     postmortem.timeline,
-    capture.capture,
+    fleet.fleet,
 )
 for command in COMMANDS:
     app.command()(command)

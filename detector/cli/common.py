@@ -43,6 +43,13 @@ ConfigOption = Annotated[
     ),
 ]
 FormatOption = Annotated[str, typer.Option("--format", "-f", help="terminal (default) or json.")]
+LakeOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--lake",
+        help="A fleet lake: a directory of Parquet files many hosts share (see README, Fleets).",
+    ),
+]
 
 
 def plain(value: object) -> Text:

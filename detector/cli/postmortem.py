@@ -11,6 +11,7 @@ import typer
 from detector.cli.common import (
     DEFAULT_STORE,
     FormatOption,
+    LakeOption,
     StoreOption,
     check_format,
     out,
@@ -18,6 +19,7 @@ from detector.cli.common import (
     progress,
     user_errors,
 )
+from detector.errors import PlanshiftError
 
 AnonymizeOption = Annotated[
     bool,
@@ -57,8 +59,10 @@ def ingest(
         ),
     ] = None,
     anonymize: AnonymizeOption = False,
+    lake: LakeOption = None,
 ) -> None:
-    """Store the auto_explain plans of server logs as observations (resumable, idempotent)."""
+    """Store the auto_explain plans of server logs as observations (resumable, idempotent);
+    with --lake, then export this host's store (--source names the host) to the lake."""
     from collectors.logs.autoexplain import IngestOptions
     from detector.jobs.ingest import ingest_logs
 
@@ -82,6 +86,12 @@ def ingest(
     plans = sum(report.plans for report in reports)
     problems = sum(report.problem_count for report in reports)
     out.print(f"{plans} plans from {len(reports)} files stored in {store}; {problems} problems")
+    if lake is not None:
+        from detector.jobs.lake import export_after_ingest
+
+        with user_errors():
+            sent = export_after_ingest(store, lake, source)
+        out.print(f"host {source}: {sent} observations in lake {lake}", markup=False)
 
 
 def snapshot(
@@ -91,12 +101,19 @@ def snapshot(
         str | None, typer.Option(help="Name of the server in the store (default: host/dbname).")
     ] = None,
     anonymize: AnonymizeOption = False,
+    lake: LakeOption = None,
 ) -> None:
-    """Store one snapshot of pg_stat_statements (run it periodically, e.g. from cron)."""
+    """Store one snapshot of pg_stat_statements (run it periodically, e.g. from cron); with
+    --lake, then export the store to the lake as the host --name."""
     from detector.jobs.ingest import take_snapshot
+    from detector.jobs.lake import export_after_ingest
 
     with user_errors():
+        if lake is not None and name is None:
+            raise PlanshiftError("--lake needs --name", "the host's name in the lake, e.g. --name db1")
         take_snapshot(store_path=store, dsn=target, name=name, console=out, anonymize=anonymize)
+        if lake is not None and name is not None:
+            export_after_ingest(store, lake, name)
 
 
 def timeline(
@@ -111,6 +128,7 @@ def timeline(
     source: Annotated[str | None, typer.Option(help="Only this log source.")] = None,
     limit: Annotated[int, typer.Option(help="Show at most this many queries.")] = 20,
     output_format: FormatOption = "terminal",
+    lake: LakeOption = None,
 ) -> None:
     """Plan fingerprints of each logged query over time: flips marked, pgss deltas around them."""
     import io
@@ -118,12 +136,13 @@ def timeline(
     from rich.console import Console
 
     from detector.jobs.ingest import show_timeline
+    from detector.jobs.lake import store_or_lake
     from detector.reports.timeline_json import timeline_document
 
     as_json = check_format(output_format)
-    with user_errors():
+    with user_errors(), store_or_lake(store, lake, source, since, until) as path:
         timelines = show_timeline(
-            store_path=store,
+            store_path=path,
             query=query,
             since=since,
             until=until,

@@ -9,6 +9,10 @@ from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
 
+from detector.engine.fleet import FleetQuery, fleet_flips, log_sources
+from detector.engine.timeline import parse_time
+from detector.errors import PlanshiftError
+from detector.store import Store
 from detector.store.lake import check_host, export_host, materialize
 
 
@@ -39,3 +43,49 @@ def lake_store(
         yield path
     finally:
         shutil.rmtree(directory, ignore_errors=True)
+
+
+@contextmanager
+def store_or_lake(
+    store: Path, lake: Path | None, host: str | None, since: str | None, until: str | None
+) -> Iterator[Path]:
+    """`store` itself, or with a lake the lake's rows of `host` (all hosts when None) on the
+    days of the window (full dates prune; a time of day alone reads every day)."""
+    if lake is None:
+        yield store
+        return
+    with lake_store(lake, [host] if host else (), _day(since), _day(until)) as path:
+        yield path
+
+
+def _day(text: str | None) -> datetime | None:
+    if text is None or len(text.strip()) < len("2026-01-01"):
+        return None  # a time of day: relative to the latest log, which the lake has to say
+    return parse_time(text)
+
+
+def fleet_report(
+    *,
+    store: Path,
+    lake: Path | None,
+    hosts: Sequence[str],
+    query: str | None,
+    since: str | None,
+    until: str | None,
+) -> tuple[list[FleetQuery], list[str]]:
+    """The fleet view over a lake (or a store with several log sources), and the hosts read."""
+    with store_or_lake(store, lake, None, since, until) as path:
+        if lake is None and not path.exists():
+            raise PlanshiftError(f"store {path} does not exist", "pass --lake or --store")
+        with Store(path, read_only=True) as opened:
+            known = log_sources(opened)
+            missing = sorted(set(hosts) - set(known))
+            if missing:
+                raise PlanshiftError(
+                    f"no host {', '.join(missing)}", f"hosts: {', '.join(known) or 'none'}"
+                )
+            chosen = list(hosts) or known
+            reference = opened.latest_log_time()
+            start = parse_time(since, reference) if since else None
+            end = parse_time(until, reference) if until else None
+            return fleet_flips(opened, hosts=chosen, query=query, since=start, until=end), chosen

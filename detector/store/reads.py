@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from contextlib import AbstractContextManager
-from datetime import UTC
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -62,6 +62,13 @@ class StoreReadsMixin(StoreBase):
             "ORDER BY started_at DESC, run_id DESC LIMIT 1"
         ).fetchone()
         return int(row[0]) if row else None
+
+    def latest_log_time(self) -> datetime | None:
+        """When the last logged execution ran (UTC): what a time of day alone refers to."""
+        row = self._con.execute(
+            "SELECT max(collected_at) FROM observations WHERE source = 'log'"
+        ).fetchone()
+        return row[0].replace(tzinfo=UTC) if row and row[0] is not None else None
 
     def run_or_latest(self, run_id: int | None) -> int:
         """`run_id`, or the most recent complete run; an error when the store has none."""
