@@ -9,7 +9,7 @@ from typing import Annotated, Any
 import typer
 from typer.core import TyperGroup, TyperOption
 
-from detector.cli import fleet, gate, listing, measure, postmortem
+from detector.cli import capture, fleet, gate, listing, measure, postmortem
 from detector.cli.common import err, fail, out
 from detector.errors import PlanshiftError
 
@@ -75,6 +75,7 @@ COMMANDS = (
     postmortem.snapshot,
     postmortem.timeline,
     fleet.fleet,
+    capture.capture,
 )
 for command in COMMANDS:
     app.command()(command)
