@@ -359,7 +359,7 @@ def below_min_delta(
 
 
 def plan_only_timing(
-    min_effect: float, reason: str = "plan-only: no timings (generic plan)"
+    min_effect: float, reason: str = "plan-only: no timings (generic plan or plain EXPLAIN)"
 ) -> TimingComparison:
     """Plans captured without execution (EXPLAIN (GENERIC_PLAN), logs without timings)."""
     return TimingComparison(

@@ -150,8 +150,9 @@ def _header(report: CaptureReport, options: CaptureOptions) -> list[str]:
     version = f"{source.server_version_num // 10000}.{source.server_version_num % 10000}"
     taken = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
     lines = [
-        f"captured by `planshift capture` from {report.redacted_dsn} (PostgreSQL {version}, "
-        f"database {source.database}) at {taken}: the top {options.top} statements by total time",
+        f"captured by `planshift capture` at {taken} from {report.redacted_dsn}",
+        f"PostgreSQL {version}, database {source.database}: the top {options.top} statements "
+        "by total time in pg_stat_statements",
     ]
     if options.data:
         lines.append(
