@@ -21,20 +21,10 @@ from pathlib import Path
 from typing import BinaryIO
 
 from collectors.logs.batches import BatchParser, ParsedBatch
-from collectors.logs.formats import (
-    _CSV_RECORD_START,
-    BOM,
-    FORMATS,
-    Batch,
-    Position,
-    Problem,
-    detect_format,
-    open_log,
-    stream_error,
-)
+from collectors.logs.formats import BOM, Batch, Position, Problem, open_log, stream_error
 from collectors.logs.parallel import ChunkSpec, ParallelRead
 from collectors.logs.prefix import PrefixParser, TimeParser
-from collectors.logs.records import READERS, JSONError, _loads, make_reader
+from collectors.logs.records import FORMATS, detect_format, format_of, make_reader
 from collectors.logs.redact import redact_message
 from detector.errors import PlanshiftError
 from detector.model.log_rows import LedgerUpdate, LogFileRecord
@@ -139,24 +129,10 @@ def _magic(path: Path) -> bytes:
         return handle.read(8)
 
 
-def _readable(lines: list[bytes], log_format: str, prefix: str | None) -> int:
-    """How many of the lines read as records (or header lines) of that log format."""
-    if log_format == "csvlog":
-        return sum(1 for line in lines if _CSV_RECORD_START.match(line))
-    if log_format == "jsonlog":
-        return sum(1 for line in lines if _json_record(line))
-    parser = PrefixParser(prefix)
-    return sum(1 for line in lines if parser.parse(line.decode("utf-8", "replace")) is not None)
-
-
-def _json_record(line: bytes) -> bool:
-    if not line.lstrip().startswith(b"{"):
-        return False
-    try:
-        record = _loads(line)
-    except JSONError:
-        return False
-    return isinstance(record, dict) and ("message" in record or "error_severity" in record)
+def _readable(lines: list[bytes], name: str, prefix: str | None) -> int:
+    """How many of the lines start an entry (a record, a header line) of that log format."""
+    starts_entry = format_of(name, prefix).starts_entry
+    return sum(1 for line in lines if starts_entry(line))
 
 
 def query_name(sql: str) -> str:
@@ -266,7 +242,7 @@ class LogIngest:
             self.column_types,
             self.options.anonymize,
         )
-        boundary = READERS[log_format].boundary  # where the parallel read may cut
+        boundary = format_of(log_format).boundary  # where the parallel read may cut
         yield from ParallelRead(stream, position, spec, boundary, workers, sequential).batches()
 
     def _store_batch(

@@ -26,8 +26,7 @@ from typing import Any, NamedTuple
 from pglast import ast, parse_sql
 from pglast import parser as pg_parser
 
-from collectors.logs.formats import RawEntry
-from collectors.logs.records import JSONError, _loads
+from collectors.logs.formats import JSONError, RawEntry, loads
 from collectors.logs.redact import anonymize_sql, redact_passwords, sets_password
 from collectors.logs.textplan import parse_text_plan
 from detector.errors import PlanshiftError
@@ -196,7 +195,7 @@ def read_entry(entry: RawEntry) -> LoggedPlan:
 
 def _json_entry(body: bytes | str, duration: float | None, queryid: int | None) -> LoggedPlan:
     try:
-        document = _loads(body)
+        document = loads(body)
     except JSONError as exc:
         raise EntryError("bad-json", f"plan JSON: {exc}") from None
     if not isinstance(document, dict) or not isinstance(document.get("Plan"), dict):
