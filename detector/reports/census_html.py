@@ -1,9 +1,10 @@
-"""Plan-shape census as a heat map (seed 003's table: plan shapes per version x setting x point).
+"""Plan-shape census as a plan diagram (seed 003's table: plan shapes per version x setting x point).
 
-One grid per query: a row per target (or comparison side) and plan shape, a column per sweep
-point; the colour is the share of that target's executions at the point, the text the count.
-Built from a comparison's sweep (two sides) or from `planshift census` (any number of targets):
-`render_census_html(build_census(...))` is a self-contained page of those heat maps.
+One diagram per query, drawn as Picasso draws an optimizer's plan diagrams: a row per target
+(or comparison side), a column per sweep point, each cell in the colour of the plan shape that
+ran there (stripes by share when several did), and a legend drawing each shape as a tree of its
+nodes. Built from a comparison's sweep (two sides) or from `planshift census` (any number of
+targets): `render_census_html(build_census(...))` is a self-contained page of those diagrams.
 """
 
 from __future__ import annotations
@@ -11,13 +12,18 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-import numpy as np
-
-from detector.engine.census import QueryCensus
-from detector.reports.charts import _figure, _rc, _short, to_svg
+from detector.engine.census import QueryCensus, _letter
 from detector.reports.common import SweepGroup, fmt_tick
-from detector.reports.escape import for_html, for_matplotlib
-from detector.reports.html_assets import CSS
+from detector.reports.escape import for_html
+from detector.reports.html_assets import CSS, csp
+from detector.reports.html_plan_diagram import (
+    CHAR_WIDTH,
+    parse_signature,
+    shape_colour,
+    text_colour,
+    tree_size,
+    tree_svg,
+)
 from detector.version import __version__
 
 
@@ -29,6 +35,13 @@ class CensusGrid:
     rows: tuple[tuple[str, str], ...]  # (target, plan signature)
     counts: tuple[tuple[int, ...], ...]  # [row][column]
     shares: tuple[tuple[float, ...], ...]  # count / the target's executions at that column
+
+
+CELL_H = 24  # px per target row of a plan diagram
+DIAGRAM_NOTE = (
+    "a row per target, a column per point; each cell has the colour of the plan shape that ran "
+    "there (stripes by share, * when several did); the legend draws each shape's plan tree."
+)
 
 
 def _tick(text: str) -> str:
@@ -90,30 +103,134 @@ def _grid(
     return CensusGrid(name, param, columns, rows, counts, shares)
 
 
-def heatmap_svg(grid: CensusGrid, chart_id: str) -> str:
-    share = np.asarray(grid.shares, dtype=float).reshape(len(grid.rows), len(grid.columns))
-    with _rc():
-        fig = _figure(7.4, 0.9 + 0.32 * len(grid.rows))
-        ax = fig.add_subplot()
-        ax.grid(False)
-        ax.imshow(share, cmap="Blues", vmin=0, vmax=1, aspect="auto")
-        for r, row in enumerate(grid.counts):
-            for c, count in enumerate(row):
-                color = "white" if share[r, c] > 0.6 else "#333333"
-                text = str(count) if count else "·"
-                ax.text(c, r, text, ha="center", va="center", fontsize=8, color=color)
-        ax.set_xticks(range(len(grid.columns)), [for_matplotlib(_tick(c)) for c in grid.columns])
-        rows = [for_matplotlib(f"{t}: {_short(s, 60)}") for t, s in grid.rows]
-        ax.set_yticks(range(len(grid.rows)), rows)
-        ax.set_xlabel(for_matplotlib(grid.param))
-        ax.tick_params(length=0)
-        for spine in ax.spines.values():
-            spine.set_visible(False)
-    return to_svg(fig, chart_id)
+def _shape_order(grid: CensusGrid) -> list[str]:
+    """Signatures by executions (most first), then by text: the census's letters A, B, ..."""
+    totals: dict[str, int] = {}
+    for (_, signature), counts in zip(grid.rows, grid.counts, strict=True):
+        totals[signature] = totals.get(signature, 0) + sum(counts)
+    return sorted(totals, key=lambda s: (-totals[s], s))
+
+
+def _cells(grid: CensusGrid, shapes: list[str]) -> dict[tuple[str, int], list[tuple[int, int]]]:
+    """(target, column) -> [(shape index, executions)], most executions first."""
+    cells: dict[tuple[str, int], list[tuple[int, int]]] = {}
+    for (target, signature), counts in zip(grid.rows, grid.counts, strict=True):
+        for column, count in enumerate(counts):
+            if count:
+                cells.setdefault((target, column), []).append((shapes.index(signature), count))
+    for found in cells.values():
+        found.sort(key=lambda item: (-item[1], item[0]))
+    return cells
+
+
+def diagram_svg(grid: CensusGrid, chart_id: str) -> str:
+    """A plan diagram (as Picasso draws an optimizer's): a cell per target and sweep point in the
+    colour of the plan shape it ran (stripes by share when it ran several), and a legend that
+    draws each shape as a tree of its nodes."""
+    shapes = _shape_order(grid)
+    cells = _cells(grid, shapes)
+    targets = list(dict.fromkeys(target for target, _ in grid.rows))
+    label_w = min(260.0, max(len(t) for t in targets) * CHAR_WIDTH + 16) if targets else 40.0
+    cell_w = max(30.0, min(64.0, 760 / max(len(grid.columns), 1)))
+    parts = []
+    for row, target in enumerate(targets):
+        top = 8 + row * CELL_H
+        parts.append(
+            f'<text x="{label_w - 8:.1f}" y="{top + CELL_H / 2 + 4:.1f}" text-anchor="end" '
+            f'font-size="12">{for_html(target)}</text>'
+        )
+        for column, point in enumerate(grid.columns):
+            parts.append(_cell(cells.get((target, column), []), shapes, target, point,
+                               label_w + column * cell_w, top, cell_w))  # fmt: skip
+    bottom = 8 + len(targets) * CELL_H
+    for column, point in enumerate(grid.columns):
+        parts.append(
+            f'<text x="{label_w + (column + 0.5) * cell_w:.1f}" y="{bottom + 15:.1f}" '
+            f'text-anchor="middle" font-size="11">{for_html(_tick(point))}</text>'
+        )
+    grid_w = label_w + len(grid.columns) * cell_w
+    parts.append(
+        f'<text x="{label_w + (grid_w - label_w) / 2:.1f}" y="{bottom + 32:.1f}" '
+        f'text-anchor="middle" font-size="12" fill="#666">{for_html(grid.param)}</text>'
+    )
+    legend, width, height = _legend(shapes, grid, max(grid_w, 900.0), bottom + 52)
+    width = max(width, grid_w)
+    return (
+        f'<svg class="chart" data-kind="plan-diagram" role="img" data-chart="{chart_id}" '
+        f'aria-label="plan diagram of {for_html(grid.name)}" viewBox="0 0 {width:.0f} '
+        f'{height:.0f}" width="{width:.0f}" height="{height:.0f}" '
+        f'xmlns="http://www.w3.org/2000/svg" font-family="system-ui, sans-serif">'
+        f"{''.join(parts)}{legend}</svg>"
+    )
+
+
+def _cell(
+    found: list[tuple[int, int]],
+    shapes: list[str],
+    target: str,
+    point: str,
+    x: float,
+    y: float,
+    width: float,
+) -> str:
+    total = sum(count for _, count in found)
+    if not total:
+        return (
+            f'<rect x="{x + 1:.1f}" y="{y + 1:.1f}" width="{width - 2:.1f}" height="{CELL_H - 2}" '
+            f'fill="#f2f2f2"><title>{for_html(target)} at {for_html(point)}: no execution</title>'
+            "</rect>"
+        )
+    stripes, left = [], x + 1
+    for index, count in found:
+        share = (width - 2) * count / total
+        stripes.append(
+            f'<rect x="{left:.1f}" y="{y + 1:.1f}" width="{share:.1f}" height="{CELL_H - 2}" '
+            f'fill="{shape_colour(index)}"/>'
+        )
+        left += share
+    first = found[0][0]
+    mark = _letter(first) + ("*" if len(found) > 1 else "")
+    title = ", ".join(f"{_letter(i)} {count}" for i, count in found)
+    return (
+        f'<g class="cell" data-shape="{_letter(first)}">'
+        f"<title>{for_html(target)} at {for_html(point)}: {title} executions</title>"
+        f'{"".join(stripes)}<text x="{x + width / 2:.1f}" y="{y + CELL_H / 2 + 4:.1f}" '
+        f'text-anchor="middle" font-size="11" font-weight="600" '
+        f'fill="{text_colour(shape_colour(first))}">{mark}</text></g>'
+    )
+
+
+def _legend(
+    shapes: list[str], grid: CensusGrid, budget: float, top: float
+) -> tuple[str, float, float]:
+    """Each shape's swatch, letter, executions and tree, laid out left to right, wrapping."""
+    totals = {s: 0 for s in shapes}
+    for (_, signature), counts in zip(grid.rows, grid.counts, strict=True):
+        totals[signature] += sum(counts)
+    parts, x, y, row_h, width = [], 0.0, top, 0.0, 0.0
+    for index, signature in enumerate(shapes):
+        tree = parse_signature(signature)
+        tree_w, tree_h = tree_size(tree)
+        entry_w = max(tree_w, 150.0)
+        if x and x + entry_w > budget:
+            x, y, row_h = 0.0, y + row_h + 14, 0.0
+        colour, letter = shape_colour(index), _letter(index)
+        parts.append(
+            f'<g class="shape" data-shape="{letter}" data-nodes="{tree.size()}">'
+            f"<title>{for_html(signature)}</title>"
+            f'<rect x="{x:.1f}" y="{y:.1f}" width="14" height="14" fill="{colour}"/>'
+            f'<text x="{x + 20:.1f}" y="{y + 11:.1f}" font-size="12"><tspan font-weight="700">'
+            f"{letter}</tspan> {totals[signature]:,} executions</text>"
+            f"{tree_svg(tree, x, y + 20, colour, letter)}</g>"
+        )
+        row_h = max(row_h, 20 + tree_h)
+        width = max(width, x + entry_w)
+        x += entry_w + 24
+    return "".join(parts), width, y + row_h + 6
 
 
 def render_census_html(censuses: Sequence[QueryCensus]) -> str:
-    """A self-contained page: one census heat map per query, with its switch points."""
+    """A self-contained page: one plan diagram per query, with its switch points."""
     blocks = []
     for index, census in enumerate(censuses):
         switches = "".join(
@@ -123,18 +240,17 @@ def render_census_html(censuses: Sequence[QueryCensus]) -> str:
         )
         blocks.append(
             f"<h2>{for_html(census.query_name)}</h2>"
-            f"{heatmap_svg(grid_from_census(census), f'census{index}')}"
+            f"{diagram_svg(grid_from_census(census), f'census{index}')}"
             + (f"<ul>{switches}</ul>" if switches else "<p class=note>no switch point</p>")
         )
     targets = sorted({t for c in censuses for t in c.targets})
     points = {p for c in censuses for p in c.points if p}
     return (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
-        f"<title>planshift census</title><style>{CSS}</style></head><body><header>"
+        f"{csp('')}<title>planshift census</title><style>{CSS}</style></head><body><header>"
         f"<h1>planshift census</h1><div class=meta>{len(targets)} targets: "
         f"{for_html(', '.join(targets))}; {len(points)} sweep points</div></header>"
-        f"<main>{''.join(blocks)}<p class=note>executions per target and plan shape at each "
-        "point; colour = share of the target's executions there.</p></main>"
+        f"<main>{''.join(blocks)}<p class=note>{for_html(DIAGRAM_NOTE)}</p></main>"
         f"<footer>planshift {for_html(__version__)}: a self-contained page (no network).</footer>"
         "</body></html>\n"
     )

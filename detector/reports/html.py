@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from detector.model import ComparisonResult, Severity, Side
 from detector.model.units import fmt_ms
-from detector.reports.census_html import grid_from_sweep, heatmap_svg
+from detector.reports.census_html import DIAGRAM_NOTE, diagram_svg, grid_from_sweep
 from detector.reports.charts import sweep_chart
 from detector.reports.common import (
     SweepGroup,
@@ -29,7 +29,7 @@ from detector.reports.common import (
     version_text,
 )
 from detector.reports.escape import for_html
-from detector.reports.html_assets import CSS, JS
+from detector.reports.html_assets import CSS, JS, csp
 from detector.reports.html_query import anchor, badge, query_block
 from detector.reports.sweeps import analyze, cost_settings_differ
 from detector.version import __version__
@@ -187,9 +187,8 @@ def _sweep(group: SweepGroup, index: int, result: ComparisonResult) -> str:
         f"{sweep_chart(group, analysis, f'sweep{index}')}"
         f'<p class="note">{for_html(caveat)}</p>'
         f"<h3>Plan-shape census: {for_html(group.name)}</h3>"
-        f"{heatmap_svg(grid_from_sweep(group), f'census{index}')}"
-        f'<p class="note">executions per side and plan shape at each point; colour = share of '
-        f"the side's executions. {for_html(CENSUS_NOTE)}</p>"
+        f"{diagram_svg(grid_from_sweep(group), f'census{index}')}"
+        f'<p class="note">{for_html(DIAGRAM_NOTE)} {for_html(CENSUS_NOTE)}</p>'
     )
 
 
@@ -198,7 +197,7 @@ def render_html(result: ComparisonResult, *, fail_on: Severity | None) -> str:
     groups = sweep_groups(result)
     sweeps = "".join(_sweep(g, i, result) for i, g in enumerate(groups))
     queries = "".join(
-        query_block(result.queries[i], owned.get(i, []), f"cdf{i}") for i in by_importance(result)
+        query_block(result.queries[i], owned.get(i, []), i, result) for i in by_importance(result)
     )
     settings = "; ".join(settings_text(result, "→"))
     nav = '<a href="#summary">Summary</a>' + ('<a href="#sweeps">Sweeps</a>' if groups else "")
@@ -206,6 +205,7 @@ def render_html(result: ComparisonResult, *, fail_on: Severity | None) -> str:
         "<!DOCTYPE html>\n"
         '<html lang="en"><head><meta charset="utf-8">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
+        f"{csp(JS)}"
         f"<title>planshift: {for_html(result.baseline)} vs {for_html(result.candidate)}</title>"
         f"<style>{CSS}</style><script>{JS}</script></head><body>"
         f"<header><h1>planshift: {for_html(result.baseline)} → {for_html(result.candidate)}</h1>"

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import base64
+import hashlib
+
 CSS = """
 :root { --base: #3b6fb6; --cand: #e07b39; --bad: #c62828; --warn: #b26a00; --good: #2e7d32;
   --muted: #666; --line: #e2e2e2; --bg-changed: #fff4d6; --bg-removed: #fde7e7;
@@ -42,6 +45,7 @@ details.query > summary .why { color: var(--muted); font-size: 13px; margin-left
 .grid { display: grid; grid-template-columns: minmax(0, 1fr) minmax(0, 1.1fr); gap: 16px; align-items: start; }
 @media (max-width: 900px) { .grid { grid-template-columns: 1fr; } }
 svg.chart { width: 100%; height: auto; max-width: 760px; display: block; }
+svg.chart[data-kind=plan-diagram] { width: auto; max-width: 100%; height: auto; }
 svg.chart text { font-family: system-ui, -apple-system, "Segoe UI", Roboto, sans-serif !important; }
 .side-base { color: var(--base); font-weight: 600; }
 .side-cand { color: var(--cand); font-weight: 600; }
@@ -60,6 +64,10 @@ table.plandiff td.num.lent { color: #9a9a9a; font-style: italic; }
 .legend span { display: inline-block; padding: 0 6px; margin-right: 6px; border: 1px solid var(--line); }
 .toolbar { margin: 8px 0; }
 .toolbar button { font: inherit; font-size: 12.5px; padding: 2px 10px; margin-right: 6px; cursor: pointer; }
+.plan-json { white-space: nowrap; font-size: 12px; }
+.plan-json button, .plan-json a { font: inherit; font-size: 12px; margin-left: 4px; }
+.plan-json button { padding: 0 6px; cursor: pointer; }
+.conditions { font-weight: normal; color: var(--muted); font-size: 12px; white-space: normal; }
 footer { color: var(--muted); font-size: 12px; padding: 24px; }
 """
 
@@ -78,6 +86,49 @@ document.addEventListener('DOMContentLoaded', function () {
       if (target && target.tagName === 'DETAILS') { target.open = true; }
     });
   });
+  function planJson(button) {
+    var link = document.getElementById(button.getAttribute('data-plan'));
+    var href = link ? link.getAttribute('href') : '';
+    return decodeURIComponent(href.slice(href.indexOf(',') + 1));
+  }
+  function copied(button, text) {
+    var before = button.textContent;
+    button.textContent = text;
+    setTimeout(function () { button.textContent = before; }, 1500);
+  }
+  document.querySelectorAll('button.copy-json').forEach(function (button) {
+    var json = planJson(button);
+    button.title = 'copy ' + json.length + ' characters of EXPLAIN JSON (for pev2 / explain.dalibo.com)';
+    button.setAttribute('data-length', String(json.length));
+    button.addEventListener('click', function () {
+      if (navigator.clipboard && navigator.clipboard.writeText) {
+        navigator.clipboard.writeText(json).then(function () { copied(button, 'copied'); },
+          function () { copied(button, 'copy failed'); });
+        return;
+      }
+      var area = document.createElement('textarea');
+      area.value = json;
+      document.body.appendChild(area);
+      area.select();
+      copied(button, document.execCommand('copy') ? 'copied' : 'copy failed');
+      document.body.removeChild(area);
+    });
+  });
   document.body.setAttribute('data-ready', 'yes');
 });
 """
+
+
+def csp(script: str) -> str:
+    """The page's Content-Security-Policy: nothing from the network, inline styles and data:
+    images (the charts), and no script but `script` (allowed by its hash; none when empty)."""
+    if script:
+        digest = base64.b64encode(hashlib.sha256(script.encode()).digest()).decode()
+        scripts = f"'sha256-{digest}'"
+    else:
+        scripts = "'none'"
+    policy = (
+        f"default-src 'none'; img-src data:; style-src 'unsafe-inline'; script-src {scripts}; "
+        "base-uri 'none'; form-action 'none'"
+    )
+    return f'<meta http-equiv="Content-Security-Policy" content="{policy}">'

@@ -142,3 +142,25 @@ def q_error(node: PlanNode) -> float | None:
         return None
     estimate, actual = max(node.plan_rows, 1.0), max(node.actual_rows, 1.0)
     return max(estimate / actual, actual / estimate)
+
+
+@dataclass(frozen=True)
+class NodeTotals:
+    """A node's numbers over all its loops. EXPLAIN gives rows and times per loop (averaged over
+    the loops, parallel workers included) and buffers summed over them; the diff shows every
+    number summed over the loops, so the columns add up the same way."""
+
+    loops: float | None
+    estimated_rows: float  # the planner's rows per loop x the loops that ran
+    actual_rows: float | None
+    time_ms: float | None  # inclusive of the node's children
+
+
+def node_totals(node: PlanNode) -> NodeTotals:
+    loops = node.actual_loops if node.actual_loops is not None else 1.0
+    return NodeTotals(
+        loops=node.actual_loops,
+        estimated_rows=node.plan_rows * loops,
+        actual_rows=node.actual_rows_total,
+        time_ms=None if node.actual_total_ms is None else node.actual_total_ms * loops,
+    )

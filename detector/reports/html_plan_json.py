@@ -1,0 +1,121 @@
+"""Each plan's EXPLAIN JSON in the HTML report: a copy button and a download link (a data: URL).
+
+The comparison carries parsed plans (`detector.model.Plan`), not PostgreSQL's text, so the JSON
+is rebuilt from what the model keeps: node types, relations, indexes, join types, strategies,
+costs, estimated and actual rows, loops, times, buffers, sort and hash details. It reads back
+into the same plan (`parse_plan`), and pev2 / explain.dalibo.com draw it; conditions, filters
+and output lists are not in it. The link carries the JSON; the button copies the link's JSON
+(the page's script), so each plan is in the page once.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+from urllib.parse import quote
+
+from detector.model import Buffers, Plan, PlanNode
+from detector.reports.escape import for_html
+
+#: PlanNode field -> EXPLAIN (FORMAT JSON) key, in EXPLAIN's order (the inverse of parse_node).
+NODE_KEYS = (
+    ("node_type", "Node Type"),
+    ("parent_relationship", "Parent Relationship"),
+    ("subplan_name", "Subplan Name"),
+    ("strategy", "Strategy"),
+    ("partial_mode", "Partial Mode"),
+    ("join_type", "Join Type"),
+    ("scan_direction", "Scan Direction"),
+    ("index_name", "Index Name"),
+    ("relation", "Relation Name"),
+    ("schema", "Schema"),
+    ("alias", "Alias"),
+    ("cte_name", "CTE Name"),
+    ("startup_cost", "Startup Cost"),
+    ("total_cost", "Total Cost"),
+    ("plan_rows", "Plan Rows"),
+    ("actual_total_ms", "Actual Total Time"),
+    ("actual_rows", "Actual Rows"),
+    ("actual_loops", "Actual Loops"),
+    ("workers_planned", "Workers Planned"),
+    ("workers_launched", "Workers Launched"),
+    ("sort_method", "Sort Method"),
+    ("sort_space_type", "Sort Space Type"),
+    ("hash_batches", "Hash Batches"),
+    ("original_hash_batches", "Original Hash Batches"),
+    ("exact_heap_blocks", "Exact Heap Blocks"),
+    ("lossy_heap_blocks", "Lossy Heap Blocks"),
+    ("heap_fetches", "Heap Fetches"),
+    ("rows_removed_by_filter", "Rows Removed by Filter"),
+    ("rows_removed_by_recheck", "Rows Removed by Index Recheck"),
+)
+BUFFER_KEYS = (
+    ("shared_hit", "Shared Hit Blocks"),
+    ("shared_read", "Shared Read Blocks"),
+    ("shared_dirtied", "Shared Dirtied Blocks"),
+    ("shared_written", "Shared Written Blocks"),
+    ("local_hit", "Local Hit Blocks"),
+    ("local_read", "Local Read Blocks"),
+    ("temp_read", "Temp Read Blocks"),
+    ("temp_written", "Temp Written Blocks"),
+    ("io_read_ms", "I/O Read Time"),
+    ("io_write_ms", "I/O Write Time"),
+)
+ALWAYS = ("Shared Hit Blocks", "Shared Read Blocks")  # zero counters are left out but these
+JSON_NOTE = (
+    "EXPLAIN JSON rebuilt from the plan planshift keeps (nodes, relations, indexes, costs, rows, "
+    "loops, times, buffers; no conditions or output lists): paste it into pev2 / "
+    "explain.dalibo.com"
+)
+
+
+def _number(value: float) -> float | int:
+    return int(value) if float(value).is_integer() else value
+
+
+def _buffers(buffers: Buffers) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for field, key in BUFFER_KEYS:
+        value = getattr(buffers, field)
+        if value is None or (value == 0 and isinstance(value, int) and key not in ALWAYS):
+            continue
+        out[key] = _number(value)
+    return out
+
+
+def node_document(node: PlanNode) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for field, key in NODE_KEYS:
+        value = getattr(node, field)
+        if value is not None:
+            out[key] = _number(value) if isinstance(value, float) else value
+    if node.disabled:
+        out["Disabled"] = True
+    out.update(_buffers(node.buffers))
+    if node.children:
+        out["Plans"] = [node_document(child) for child in node.children]
+    return out
+
+
+def explain_json(plan: Plan) -> str:
+    """`[{"Plan": ..., "Planning Time": ..., "Execution Time": ...}]` as EXPLAIN prints it."""
+    document: dict[str, Any] = {"Plan": node_document(plan.root)}
+    if plan.settings:
+        document["Settings"] = dict(plan.settings)
+    if plan.planning_ms is not None:
+        document["Planning Time"] = plan.planning_ms
+    if plan.execution_ms is not None:
+        document["Execution Time"] = plan.execution_ms
+    return json.dumps([document], indent=2)
+
+
+def json_controls(plan: Plan, element_id: str, file_name: str) -> str:
+    """A copy button and a download link for `plan`'s JSON; the link (id `element_id`) holds it."""
+    href = "data:application/json;charset=utf-8," + quote(explain_json(plan), safe="")
+    return (
+        f'<span class="plan-json" title="{for_html(JSON_NOTE)}">'
+        f'<button type="button" class="copy-json" data-plan="{for_html(element_id)}">'
+        "copy JSON</button>"
+        f'<a class="download-json" id="{for_html(element_id)}" href="{href}" '
+        f'download="{for_html(file_name)}">download</a></span>'
+    )
