@@ -14,6 +14,7 @@ the load average beside the figures. Prints, never asserts.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import random
 import shutil
@@ -44,9 +45,18 @@ def bodies() -> tuple[list[bytes], list[bytes], list[bytes]]:
         for e in plan_entries(LOGS / source / "pg.log")
     ]
     incident = [_HEADER.sub(b"", e, count=1) for e in plan_entries(LOGS / "incident" / "pg.log")]
-    before = [e for e in incident if b"Bitmap Heap Scan" in e]
-    after = [e for e in incident if b"Seq Scan" in e and b"Bitmap" not in e]
+    # generic plans on both sides: a flip, not a plan-cache switch (custom -> generic)
+    generic = [e for e in incident if _generic(e)]
+    before = [e for e in generic if b"Bitmap Heap Scan" in e]
+    after = [e for e in generic if b"Seq Scan" in e and b"Bitmap" not in e]
     return background, before, after
+
+
+def _generic(entry: bytes) -> bool:
+    from detector.model import parse_plan
+
+    document = json.loads(entry.split(b"plan:\n", 1)[1].replace(b"\n\t", b"\n"))
+    return parse_plan(document).generic
 
 
 def write_host_log(path: Path, host: int, size: int, parts: tuple[list[bytes], ...]) -> None:
