@@ -104,6 +104,14 @@ def test_a_host_filter_and_its_timeline_equal_that_host_alone(
     assert all(f["after"]["signature"] != f["before"]["signature"] for q in fleet["queries"] for f in q["flips"])
     only_h3 = json.loads(planshift("fleet", "--lake", lake, "--source", "h3", "-f", "json").stdout)
     assert {f["host"] for q in only_h3["queries"] for f in q["flips"]} == {"h3"}
+    windows = planshift(
+        "compare", "--lake", lake, "--host", "h2", "-b", "..03:34:47", "-c", "03:34:47..03:34:48.5",
+        "--format", "json", "--fail-on", "never",
+    )  # fmt: skip
+    assert windows.returncode == 0, windows.stderr
+    (compared,) = json.loads(windows.stdout)["queries"]
+    assert compared["timing"]["verdict"] == "regressed" and compared["plan_changed"]
+    assert planshift("compare", "--lake", lake, "-b", "..1", "-c", "1..").returncode == 2
     refused = planshift("fleet", "--lake", lake, "--source", "nosuch")
     assert refused.returncode == 2 and "hint: hosts: h1, h2, h3" in refused.stderr
 

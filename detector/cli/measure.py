@@ -11,12 +11,14 @@ from detector.cli.common import (
     DEFAULT_LOCK,
     DEFAULT_STORE,
     ConfigOption,
+    LakeOption,
     StoreOption,
     err,
     out,
     progress,
     user_errors,
 )
+from detector.errors import PlanshiftError
 
 
 def run(
@@ -185,10 +187,15 @@ def compare(
     save: Annotated[
         bool, typer.Option("--save", help="Keep the comparison and its findings in the store.")
     ] = False,
+    lake: LakeOption = None,
+    host: Annotated[
+        str | None, typer.Option("--host", help="With --lake: the host whose windows to compare.")
+    ] = None,
 ) -> None:
     """Compare two sides query by query; exit 1 when findings reach --fail-on."""
     from detector.engine.config import load_config
     from detector.jobs.gate import compare_options
+    from detector.jobs.lake import store_or_lake
     from detector.jobs.run import compare_and_report
 
     with user_errors():
@@ -211,21 +218,26 @@ def compare(
             query=query,
             min_delta_ms=min_delta_ms,
         )
-        worst = compare_and_report(
-            store_path=store
-            if store != DEFAULT_STORE or settings.store is None
-            else settings.store,
-            baseline=baseline,
-            candidate=candidate,
-            run_id=run_id,
-            output_format=output_format,
-            outputs=output or [],
-            fail_on=fail_on or settings.fail_on,
-            options=options,
-            verbose=verbose,
-            console=out,
-            save=save,
-        )
+        if lake is not None and (host is None or save):
+            raise PlanshiftError(
+                "--lake compares the time windows of one host, and keeps nothing",
+                "add --host NAME (see `planshift fleet --lake ...`), without --save",
+            )
+        chosen = store if store != DEFAULT_STORE or settings.store is None else settings.store
+        with store_or_lake(chosen, lake, host, None, None) as path:
+            worst = compare_and_report(
+                store_path=path,
+                baseline=baseline,
+                candidate=candidate,
+                run_id=run_id,
+                output_format=output_format,
+                outputs=output or [],
+                fail_on=fail_on or settings.fail_on,
+                options=options,
+                verbose=verbose,
+                console=out,
+                save=save,
+            )
         exit_code = failing(worst, fail_on or settings.fail_on)
     raise typer.Exit(exit_code)
 
