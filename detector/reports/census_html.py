@@ -143,17 +143,20 @@ def diagram_svg(grid: CensusGrid, chart_id: str) -> str:
             parts.append(_cell(cells.get((target, column), []), shapes, target, point,
                                label_w + column * cell_w, top, cell_w))  # fmt: skip
     bottom = 8 + len(targets) * CELL_H
-    for column, point in enumerate(grid.columns):
+    grid_w = label_w + len(grid.columns) * cell_w
+    swept = any(point != "-" for point in grid.columns)  # "-": a query without sweep points
+    for column, point in enumerate(grid.columns if swept else ()):
         parts.append(
             f'<text x="{label_w + (column + 0.5) * cell_w:.1f}" y="{bottom + 15:.1f}" '
             f'text-anchor="middle" font-size="11">{for_html(_tick(point))}</text>'
         )
-    grid_w = label_w + len(grid.columns) * cell_w
-    parts.append(
-        f'<text x="{label_w + (grid_w - label_w) / 2:.1f}" y="{bottom + 32:.1f}" '
-        f'text-anchor="middle" font-size="12" fill="#666">{for_html(grid.param)}</text>'
-    )
-    legend, width, height = _legend(shapes, grid, max(grid_w, 900.0), bottom + 52)
+    if swept:
+        parts.append(
+            f'<text x="{label_w + (grid_w - label_w) / 2:.1f}" y="{bottom + 32:.1f}" '
+            f'text-anchor="middle" font-size="12" fill="#666">{for_html(grid.param)}</text>'
+        )
+        bottom += 32
+    legend, width, height = _legend(shapes, grid, max(grid_w, 900.0), bottom + 20)
     width = max(width, grid_w)
     return (
         f'<svg class="chart" data-kind="plan-diagram" role="img" data-chart="{chart_id}" '
@@ -234,8 +237,9 @@ def render_census_html(censuses: Sequence[QueryCensus]) -> str:
     blocks = []
     for index, census in enumerate(censuses):
         switches = "".join(
-            f"<li>{for_html(s.describe())}: <code>{for_html(s.from_signature)}</code> → "
-            f"<code>{for_html(s.to_signature)}</code></li>"
+            f"<li>{for_html(s.describe())}: <b>{census.letter(s.from_signature)}</b> → "
+            f"<b>{census.letter(s.to_signature)}</b> (<code>{for_html(s.from_signature)}</code> → "
+            f"<code>{for_html(s.to_signature)}</code>)</li>"
             for s in census.switches()
         )
         blocks.append(

@@ -156,23 +156,9 @@ def sweep_chart(group: SweepGroup, analysis: SweepAnalysis, chart_id: str) -> st
                     markersize=6,
                     markerfacecolor="white",
                 )
-        for crossing, style, text in (
-            *((c, "-", "costs cross") for c in analysis.cost_crossings),
-            *((c, "--", "durations cross") for c in analysis.duration_crossings),
-        ):
-            cost_ax.axvline(crossing, color="#555555", linestyle=style, linewidth=1)
-            cost_ax.annotate(
-                f"{text}\n{for_matplotlib(group.param)}≈{fmt_number(crossing)}",
-                (crossing, 1.0),
-                xycoords=("data", "axes fraction"),
-                fontsize=7,
-                ha="left",
-                va="top",
-                xytext=(3, 0),
-                textcoords="offset points",
-            )
         if analysis.log_x:
             cost_ax.set_xscale("log")
+        _mark_crossings(cost_ax, group, analysis)
         for ax, values in ((cost_ax, analysis.all_costs()), (time_ax, analysis.all_durations())):
             if _spread(values):
                 ax.set_yscale("log")
@@ -199,6 +185,36 @@ def sweep_chart(group: SweepGroup, analysis: SweepAnalysis, chart_id: str) -> st
             handles=handles, loc="outside lower center", ncols=2, fontsize=7.5, frameon=False
         )
     return to_svg(fig, chart_id)
+
+
+def _mark_crossings(ax: Axes, group: SweepGroup, analysis: SweepAnalysis) -> None:
+    """A vertical line per crossing, labelled at the top on a white ground; a label closer than
+    a fifth of the axis to the previous one steps down a line so the two do not print over each
+    other, and a label in the right quarter of the axis reads leftwards so it stays inside."""
+    crossings = sorted(
+        [
+            *((c, "-", "costs cross") for c in analysis.cost_crossings),
+            *((c, "--", "durations cross") for c in analysis.duration_crossings),
+        ]
+    )
+    to_axes = ax.transData + ax.transAxes.inverted()
+    previous, step = -1.0, 0
+    for crossing, style, text in crossings:
+        ax.axvline(crossing, color="#555555", linestyle=style, linewidth=1)
+        where = float(to_axes.transform((crossing, ax.get_ylim()[0]))[0])
+        step = step + 1 if where - previous < 0.2 else 0
+        previous, right = where, where > 0.75
+        ax.annotate(
+            f"{text}\n{for_matplotlib(group.param)}≈{fmt_number(crossing)}",
+            (crossing, 1.0),
+            xycoords=("data", "axes fraction"),
+            fontsize=7,
+            ha="right" if right else "left",
+            va="top",
+            xytext=(-3 if right else 3, -20 * (step % 3)),
+            textcoords="offset points",
+            bbox={"boxstyle": "square,pad=0.15", "facecolor": "white", "edgecolor": "none"},
+        )
 
 
 def _tick(group: SweepGroup, text: str) -> str:
