@@ -20,7 +20,7 @@ COST_UNIT_SETTINGS = (
     "cpu_operator_cost",
     "effective_cache_size",
 )
-#: Settings that move the clock without moving any cost (seed 001: prefetching).
+#: Settings that move the clock without moving any cost (prefetching, the I/O method, the buffer pool).
 IO_SETTINGS = (
     "effective_io_concurrency",
     "maintenance_io_concurrency",
