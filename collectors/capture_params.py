@@ -13,6 +13,7 @@ The logs are read with the readers of `collectors.logs` (stderr, csvlog, jsonlog
 from __future__ import annotations
 
 import json
+import random
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -34,8 +35,9 @@ _KEY_CACHE = 20_000
 
 @dataclass
 class LoggedValues:
-    """Parameter values per query key ({$n: value} per logged execution), distinct, in log
-    order, and what the logs held."""
+    """Parameter values per query key ({$n: value} per logged execution): a uniform sample of
+    the executions (so frequent values come back as often as production sent them), in log
+    order; and what the logs held."""
 
     samples: dict[str, list[dict[int, Any]]] = field(default_factory=dict)
     entries: int = 0  # auto_explain entries read
@@ -55,11 +57,12 @@ def read_logged_values(
     limit: int = 50,
 ) -> LoggedValues:
     """Values for the statements (query key -> pg_stat_statements text) from the logs; at
-    most `limit` distinct samples per statement; entries of another database are skipped when
-    the log says which database."""
+    most `limit` samples per statement, drawn uniformly from all its logged executions
+    (reservoir sampling, seeded per statement: the same logs give the same samples); entries
+    of another database are skipped when the log says which database."""
     found = LoggedValues()
     keys: dict[str, str] = {}
-    seen: dict[str, set[str]] = {}
+    reservoirs: dict[str, Reservoir] = {}
     options = IngestOptions(log_line_prefix=log_line_prefix)
     for path in paths:
         check_log(path, options)
@@ -100,12 +103,32 @@ def read_logged_values(
                     if values is None:
                         found.unaligned += 1
                         continue
-                    mine = found.samples.setdefault(key, [])
-                    marker = json.dumps(sorted(values.items()))
-                    if len(mine) < limit and marker not in seen.setdefault(key, set()):
-                        seen[key].add(marker)
-                        mine.append(values)
+                    if key not in reservoirs:
+                        reservoirs[key] = Reservoir(limit, random.Random(f"capture:{key}"))
+                    reservoirs[key].offer(values)
+    found.samples = {key: reservoir.drawn() for key, reservoir in reservoirs.items()}
     return found
+
+
+class Reservoir:
+    """k of the items offered, each equally likely to be kept (Vitter's algorithm R)."""
+
+    def __init__(self, k: int, rng: random.Random) -> None:
+        self.k, self.rng, self.seen = k, rng, 0
+        self.kept: list[tuple[int, dict[int, Any]]] = []
+
+    def offer(self, item: dict[int, Any]) -> None:
+        self.seen += 1
+        if len(self.kept) < self.k:
+            self.kept.append((self.seen, item))
+            return
+        slot = self.rng.randrange(self.seen)
+        if slot < self.k:
+            self.kept[slot] = (self.seen, item)
+
+    def drawn(self) -> list[dict[int, Any]]:
+        """The kept items in the order they were offered."""
+        return [item for _, item in sorted(self.kept, key=lambda pair: pair[0])]
 
 
 def aligned_values(

@@ -3,6 +3,7 @@ workload file it writes, read by the strict loader (no server needed)."""
 
 from __future__ import annotations
 
+import random
 import re
 from pathlib import Path
 
@@ -10,7 +11,7 @@ import pytest
 
 from collectors.capture import classify, relations_of
 from collectors.capture_dump import loadable
-from collectors.capture_params import aligned_values, literal
+from collectors.capture_params import Reservoir, aligned_values, literal
 from detector.errors import PlanshiftError
 from detector.jobs.capture_toml import CapturedQuery, placeholder_sql, query_name, workload_toml
 from detector.jobs.workload import load_workload
@@ -143,3 +144,15 @@ def test_plan_only_timing_takes_no_cold_trial(tmp_path: Path) -> None:
         load_workload(path)
     path.write_text("[workload]\ntiming = 'plan'\n[[queries]]\nname = 'q'\nsql = 'SELECT 1'\n")
     assert load_workload(path).timing == "plan"
+
+
+def test_parameter_samples_come_from_the_whole_log_in_log_order() -> None:
+    def drawn(seed: str) -> list[int]:
+        reservoir = Reservoir(5, random.Random(seed))
+        for i in range(1000):
+            reservoir.offer({1: i})
+        return [sample[1] for sample in reservoir.drawn()]
+
+    kept = drawn("a")
+    assert len(kept) == 5 and kept == sorted(kept) and kept == drawn("a")
+    assert kept[-1] >= 5  # not merely the first five lines of the log

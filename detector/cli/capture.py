@@ -40,7 +40,9 @@ def capture(
     max_data_mb: Annotated[
         float, typer.Option(help="Largest database --data copies (pg_database_size, MB).")
     ] = 200.0,
-    samples: Annotated[int, typer.Option(help="Distinct parameter sets kept per statement.")] = 20,
+    samples: Annotated[
+        int, typer.Option(help="Parameter sets per statement, sampled from its logged executions.")
+    ] = 20,
     log_line_prefix: Annotated[
         str | None,
         typer.Option(help="The server's log_line_prefix for stderr logs (default: guessed)."),

@@ -41,7 +41,7 @@ class CaptureOptions:
     log_line_prefix: str | None = None
     data: bool = False
     max_data_mb: float = 200.0
-    samples: int = 20  # distinct parameter sets kept per query
+    samples: int = 20  # parameter sets kept per query, drawn from all logged executions
     statement_timeout: str = CAPTURE_TIMEOUT
     pg_bins: tuple[Path, ...] = ()
 
