@@ -236,3 +236,14 @@ def test_errors_are_user_errors(source15: Source, tmp_path: Path) -> None:
     missing = CliRunner().invoke(app, ["capture", "--target", bare, "-o", str(tmp_path)])
     assert missing.exit_code == 2 and "pg_stat_statements is not installed" in missing.output
     assert "Traceback" not in missing.output
+
+
+def test_a_password_in_the_dsn_reaches_no_file_and_no_output(
+    source15: Source, tmp_path: Path
+) -> None:
+    secret = "hunter2-capture"  # trust authentication: the server never asks for it
+    dsn = make_conninfo(source15.dsn, password=secret)
+    output = capture(Source(source15.cluster, dsn), tmp_path / "cap", "--top", "5")
+    assert secret not in output
+    for path in (tmp_path / "cap").iterdir():
+        assert secret not in path.read_text(), path
