@@ -8,10 +8,12 @@ import re
 from pathlib import Path
 
 import pytest
+from typer.testing import CliRunner
 
 from collectors.capture import classify, relations_of
 from collectors.capture_dump import loadable
 from collectors.capture_params import Reservoir, aligned_values, literal
+from detector.cli.app import app
 from detector.errors import PlanshiftError
 from detector.jobs.capture_toml import CapturedQuery, placeholder_sql, query_name, workload_toml
 from detector.jobs.workload import load_workload
@@ -156,3 +158,16 @@ def test_parameter_samples_come_from_the_whole_log_in_log_order() -> None:
     kept = drawn("a")
     assert len(kept) == 5 and kept == sorted(kept) and kept == drawn("a")
     assert kept[-1] >= 5  # not merely the first five lines of the log
+
+
+def test_bad_options_are_user_errors(tmp_path: Path) -> None:
+    taken = tmp_path / "a-file"
+    taken.write_text("")
+    runs = {
+        "cannot write to": ["-o", str(taken)],
+        "expected positive numbers": ["-o", str(tmp_path / "d"), "--samples", "0"],
+        "no such log file": ["-o", str(tmp_path / "d"), "--log", str(tmp_path / "none.log")],
+    }
+    for problem, options in runs.items():
+        result = CliRunner().invoke(app, ["capture", "--target", "host=/nonexistent", *options])
+        assert result.exit_code == 2 and problem in result.output, result.output

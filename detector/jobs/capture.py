@@ -8,6 +8,7 @@ pg_stat_statements by total time, their parameters from auto_explain logs when g
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -72,8 +73,19 @@ def one_line(sql: str, width: int = 100) -> str:
 
 
 def capture_workload(dsn: str, directory: Path, options: CaptureOptions) -> CaptureReport:
-    if options.top < 1:
-        raise PlanshiftError(f"--top {options.top}: expected a positive number", "e.g. --top 50")
+    if options.top < 1 or options.samples < 1:
+        raise PlanshiftError(
+            f"--top {options.top} --samples {options.samples}: expected positive numbers",
+            "e.g. --top 50 --samples 20",
+        )
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+        if not os.access(directory, os.W_OK):
+            raise PermissionError(13, "permission denied")
+    except OSError as exc:
+        raise PlanshiftError(
+            f"cannot write to {directory}: {exc.strerror or exc}", "pass another -o DIR"
+        ) from None
     missing = [str(p) for p in options.logs if not p.is_file()]
     if missing:
         raise PlanshiftError(f"no such log file: {', '.join(missing)}", "pass server log files")
@@ -121,7 +133,6 @@ def capture_workload(dsn: str, directory: Path, options: CaptureOptions) -> Capt
                 name, s.sql, (s.queryid, *s.queryids), s.calls, s.mean_ms, s.total_ms, found
             )
         )
-    directory.mkdir(parents=True, exist_ok=True)
     major = source.server_version_num // 10000
     report.files.append(
         dump(dsn, major, directory / SCHEMA_FILE, data=False, pg_bins=options.pg_bins)
