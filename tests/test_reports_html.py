@@ -94,11 +94,15 @@ def test_chromium_renders_the_report(dom: Element) -> None:
 
 
 def test_queries_are_in_order_of_importance(dom: Element, result: ComparisonResult) -> None:
-    from detector.reports.common import by_importance
+    from detector.reports.common import by_importance, is_quiet
     from detector.reports.html_query import anchor
 
     shown = [block.attrs["id"] for block in _blocks(dom)]
     assert shown == [anchor(result.queries[i]) for i in by_importance(result)]
+    (glance,) = dom.find_all("table", "at-a-glance")  # the summary leads with one row per query
+    links = [a.attrs["href"] for a in glance.find_all("a")]
+    notable = [q for q in _ordered(result) if not is_quiet(q)]
+    assert links == [f"#{anchor(q)}" for q in notable] and links[0] == f"#{shown[0]}"
 
 
 def test_plan_diff_rows_conditions_and_actuals(dom: Element, result: ComparisonResult) -> None:

@@ -1,6 +1,7 @@
 """`--format html`: one self-contained page (inline CSS, JS and SVG charts; works offline).
 
-Sections: summary (targets, settings that differ, counts by verdict and rule, findings ranked
+Sections: summary (the gate, one row per query that regressed, improved, is inconclusive or
+changed plan, most important first; targets, settings that differ, findings by rule and ranked
 by workload impact), sweeps (cost and duration per plan against the parameter with their
 crossings, and the plan-shape census as a heat map), and one block per query (latency CDF of
 both sides, plan census, findings, and the plan diff).
@@ -19,6 +20,7 @@ from detector.reports.common import (
     failing_findings,
     findings_by_query,
     fmt_number,
+    is_quiet,
     method_lines,
     ranked_findings,
     rule_counts,
@@ -27,6 +29,7 @@ from detector.reports.common import (
     title,
     verdict_summary,
     version_text,
+    worst_severities,
 )
 from detector.reports.escape import for_html
 from detector.reports.html_assets import CSS, JS, csp
@@ -82,11 +85,53 @@ def _targets(result: ComparisonResult) -> str:
     return _table(["side", "target", "PostgreSQL", "variant settings", "measured"], rows) + notes
 
 
+def _pair(base: float | None, cand: float | None) -> str:
+    return f"{fmt_ms(base)} → {fmt_ms(cand)}"
+
+
+def _query_table(result: ComparisonResult) -> str:
+    """One row per query that regressed, improved, is inconclusive or changed plan, most
+    important first (the Markdown report's table); the quiet ones are counted."""
+    worst = worst_severities(result)
+    order = [i for i in by_importance(result) if not is_quiet(result.queries[i])]
+    rows = []
+    for i in order:
+        query = result.queries[i]
+        base, cand = query.baseline.timing, query.candidate.timing
+        verdict = query.timing.verdict.value
+        badges = badge(verdict, f"v-{verdict}")
+        if i in worst:
+            badges += badge(worst[i].value, f"s-{worst[i].value}")
+        signatures = (query.baseline.dominant.signature, query.candidate.dominant.signature)
+        plan = (
+            f"<code>{for_html(signatures[0])}</code> → <code>{for_html(signatures[1])}</code>"
+            if query.plan_changed
+            else f"same: <code>{for_html(signatures[0])}</code>"
+        )
+        rows.append(
+            [
+                f'<a href="#{anchor(query)}">{for_html(query.label)}</a>',
+                badges,
+                for_html(query.timing.describe()),
+                _pair(base.median_ms if base else None, cand.median_ms if cand else None),
+                _pair(base.p90_ms if base else None, cand.p90_ms if cand else None),
+                plan,
+            ]
+        )
+    quiet = len(result.queries) - len(order)
+    note = (
+        f'<p class="note">{quiet} {"query" if quiet == 1 else "queries"} kept the plan and '
+        "measured unchanged (collapsed under Queries).</p>"
+        if quiet
+        else ""
+    )
+    if not rows:
+        return note
+    head = ["query", "verdict", "change", "median ms", "p90 ms", "plan"]
+    return _table(head, rows, {3, 4}).replace("<table>", '<table class="at-a-glance">', 1) + note
+
+
 def _summary(result: ComparisonResult, fail_on: Severity | None) -> str:
-    counts = result.verdict_counts()
-    changed = sum(q.plan_changed for q in result.queries)
-    cards = [(str(n), verdict) for verdict, n in counts.items()]
-    cards += [(str(changed), "plan changes"), (str(len(result.findings)), "findings")]
     failing = failing_findings(result, fail_on)
     if fail_on is None:
         gate = "<p>Gate off (<code>--fail-on never</code>).</p>"
@@ -100,10 +145,8 @@ def _summary(result: ComparisonResult, fail_on: Severity | None) -> str:
     parts = [
         '<section id="summary"><h2>Summary</h2>',
         gate,
-        f"<p>{for_html(verdict_summary(result))}.</p>",
-        '<div class="cards">'
-        + "".join(f"<div class=card><b>{n}</b>{for_html(t)}</div>" for n, t in cards)
-        + "</div>",
+        f"<p>{for_html(verdict_summary(result))}; {len(result.findings)} findings.</p>",
+        _query_table(result),
         "<h3>Targets</h3>",
         _targets(result),
     ]

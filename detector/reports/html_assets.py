@@ -26,9 +26,9 @@ th { background: #f2f2f2; font-weight: 600; }
 td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
 code, pre, .sig { font-family: ui-monospace, "SFMono-Regular", Menlo, Consolas, monospace; font-size: 12.5px; }
 pre { background: #f4f4f4; padding: 8px 10px; overflow-x: auto; margin: 6px 0; }
-.cards { display: flex; flex-wrap: wrap; gap: 10px; margin: 12px 0; }
-.card { background: #fff; border: 1px solid var(--line); border-radius: 6px; padding: 8px 14px; min-width: 110px; }
-.card b { display: block; font-size: 22px; }
+table.at-a-glance td { font-size: 13px; }
+table.at-a-glance .badge { margin: 0 4px 0 0; }
+table.at-a-glance td:nth-child(2) { white-space: nowrap; }
 .badge { display: inline-block; border-radius: 3px; padding: 0 6px; font-size: 12px; font-weight: 600;
   color: #fff; background: var(--muted); margin-left: 6px; }
 .v-regressed, .s-error { background: var(--bad); }
