@@ -28,7 +28,7 @@ def jit_newly_used(comparison: QueryComparison, options: Mapping[str, Any]) -> I
     with at least one function) where the baseline's does not, with at least
     `min_jit_ms` (default 0.0) of JIT time. The message gives the JIT time
     against the execution time and the jit settings that differ. The plan shape
-    can stay the same: JIT changes how it is executed.
+    can stay the same: JIT changes how it is executed. JIT lost is PS111.
 
     Severity follows the measured verdict like PS100: regressed -> error,
     improved -> info, otherwise warning.

@@ -10,7 +10,7 @@ from detector.model.settings import COST_SETTINGS, COST_UNIT_SETTINGS
 from detector.model.units import fmt_ratio
 from rules.base import rule
 from rules.common import emit, fmt_cost, plan_cost, relative_gap, timing_evidence
-from rules.gucs import changes_text, settings_changes
+from rules.gucs import settings_changes
 
 _GENERIC_HINT = "random_page_cost, effective_io_concurrency?"
 
@@ -37,7 +37,8 @@ def _hint(diff: Mapping[str, tuple[str | None, str | None]]) -> str:
     "cost-duration-divergence",
     "divergence",
     Severity.WARNING,
-    min_cost_gap=0.0,
+    min_cost_gap=0.05,
+    version_cost_gap=0.2,
     needs_plan_change=True,
 )
 def cost_duration_divergence(
@@ -47,42 +48,52 @@ def cost_duration_divergence(
 
     ## What it flags
     The baseline and candidate dominant plans differ, and the candidate plan was
-    estimated cheaper (by a relative gap of at least `min_cost_gap`, default 0.0:
-    any cheaper estimate) but measured slower (timing verdict `regressed`):
-    warning. The mirror case, estimated dearer but measured faster (`improved`),
-    is info. Inconclusive or unchanged timings never fire. The message gives both
+    estimated cheaper but measured slower (timing verdict `regressed`): warning.
+    The mirror case, estimated dearer but measured faster (`improved`), is info.
+    Inconclusive or unchanged timings never fire. The message gives both
     ratios, candidate over baseline, and the cost-relevant settings that differ
     between the sides.
 
-    The costs come from each side's own planner (disable_cost removed). Under the
-    same cost settings they are comparable; when a cost-unit setting differs
-    (random_page_cost, seq_page_cost, cpu_tuple_cost, cpu_index_tuple_cost,
-    cpu_operator_cost, effective_cache_size) they are in different units: the
-    message then adds a caveat naming them, because the ratio of the costs means
-    little and the setting itself is the likely explanation (PS500).
+    Only where the two costs compare, outside a tie:
+    - no cost-unit setting differs (random_page_cost, seq_page_cost,
+      cpu_tuple_cost, cpu_index_tuple_cost, cpu_operator_cost,
+      effective_cache_size): with different units the ratio of the costs means
+      nothing, and the setting itself is the explanation (PS500);
+    - the costs are at least `min_cost_gap` apart (relative, default 0.05):
+      plans within 5% are a tie the planner could break either way (PS100
+      calls the closest ones near-ties);
+    - when the server versions differ, at least `version_cost_gap` apart
+      (default 0.2): each version's planner costs the same plan differently,
+      and its executor moves durations without any cost change.
+
+    The costs come from each side's own planner (disable_cost removed).
 
     ## Why it matters
-    The planner picks the plan it estimates cheapest. Measured on one table, with
-    random_page_cost 4 against a real ratio of ~25-35, index and sequential scan
-    costs cross at 2.2% selectivity but durations cross at 0.2%, so between the
-    two the planner picks the slower plan, up to ~10x slower.
-    effective_io_concurrency can change a bitmap scan's duration 4x while its cost
-    stays identical, because the cost model ignores prefetch. A misranking will
-    recur for other parameter values, not only the measured ones.
+    The planner picks the plan it estimates cheapest. Measured on one table,
+    with random_page_cost 4 against a real ratio of ~25-35, index and
+    sequential scan costs cross at 2.2% selectivity but durations cross at
+    0.2%, so between the two the planner picks the slower plan, up to ~10x
+    slower. effective_io_concurrency can change a bitmap scan's duration 4x
+    while its cost stays identical, because the cost model ignores prefetch. A
+    misranking will recur for other parameter values, not only the measured
+    ones.
 
     ## Example
-    sysbench simple_range: PG 10 Index Scan (cost 28016.1) -> PG 17 Bitmap Heap
-    Scan (cost 27962.0), measured 12% slower:
+    A full scan on PG 15, parallelism made free on the candidate
+    (parallel_setup_cost and parallel_tuple_cost 0), as captured:
 
-        candidate plan estimated 0.998x the cost (27962.0 vs 28016.1) but measured
-        1.12x slower (95% CI 1.08-1.16): the cost model misranks these plans
-        (random_page_cost, effective_io_concurrency?)
+        candidate plan estimated 0.85x the cost (8073.7 vs 9532.1) but
+        measured 1.46x slower (95% CI 1.43-1.49): the cost model misranks
+        these plans (settings differ: parallel_setup_cost default -> 0,
+        parallel_tuple_cost default -> 0, max_parallel_workers_per_gather 0
+        -> 2, min_parallel_table_scan_size default -> 0)
 
     ## What to do
     Calibrate the cost settings to the storage and cache the query really sees:
     random_page_cost (higher for uncached random I/O, lower when the active set is
-    cached), effective_cache_size, effective_io_concurrency. Re-run the comparison
-    after each change; do not pin plans to paper over a cost model that misranks.
+    cached), effective_cache_size, effective_io_concurrency; for parallel plans
+    parallel_setup_cost and parallel_tuple_cost. Re-run the comparison after
+    each change; do not pin plans to paper over a cost model that misranks.
 
     ## References
     - Planner cost constants (random_page_cost, seq_page_cost):
@@ -102,8 +113,13 @@ def cost_duration_divergence(
     if base_cost <= 0 or cand_cost <= 0:
         return
     gap = relative_gap(base_cost, cand_cost)
-    if gap < float(options["min_cost_gap"]):
+    versions = (comparison.baseline.server_version_num, comparison.candidate.server_version_num)
+    versions_differ = None not in versions and versions[0] != versions[1]
+    margin = float(options["version_cost_gap" if versions_differ else "min_cost_gap"])
+    if gap < max(margin, float(options["min_cost_gap"])):
         return
+    if settings_changes(comparison.baseline, comparison.candidate, COST_UNIT_SETTINGS):
+        return  # costs in different units do not rank anything
     if verdict is Verdict.REGRESSED and cand_cost < base_cost:
         clock, severity = f"measured {comparison.timing.describe()}", Severity.WARNING
     elif verdict is Verdict.IMPROVED and cand_cost > base_cost:
@@ -117,14 +133,7 @@ def cost_duration_divergence(
         f"({fmt_cost(cand_cost)} vs {fmt_cost(base_cost)}) but {clock}: "
         f"the cost model misranks these plans ({_hint(diff)})"
     )
-    units = settings_changes(comparison.baseline, comparison.candidate, COST_UNIT_SETTINGS)
-    if units:
-        message += (
-            f"; caveat: the costs are not comparable, cost-unit settings differ "
-            f"({changes_text(units)})"
-        )
-    versions = (comparison.baseline.server_version_num, comparison.candidate.server_version_num)
-    if None not in versions and versions[0] != versions[1]:
+    if versions_differ:
         message += (
             "; caveat: the versions differ, and executor changes move durations "
             "without any cost change (compare same-plan queries of this run)"
@@ -137,7 +146,7 @@ def cost_duration_divergence(
         "cost_ratio": cost_ratio,
         "cost_gap": gap,
         "settings_diff": {k: list(v) for k, v in diff.items()},
-        "cost_units_differ": [c.name for c in units],
+        "versions_differ": versions_differ,
         **timing_evidence(comparison),
     }
     yield emit("PS300", comparison, message, evidence, severity)

@@ -103,6 +103,21 @@ class TestPromises:
         assert narrow.planning_ms is not None and wide.planning_ms is not None
         assert wide.planning_ms > 2 * narrow.planning_ms
 
+    def test_partial_aggregation_dropped_with_the_gather_kept(self, version: str) -> None:
+        partial = plan(version, "partial_aggregate")
+        (pre,) = [n for _, n in partial.nodes() if n.partial_mode == "Partial"]
+        assert pre.strategy == "Hashed"
+        assert nodes(partial, "Gather Merge")
+        dropped = plan(version, "partial_aggregate_dropped")
+        assert not [n for _, n in dropped.nodes() if n.partial_mode == "Partial"]
+        assert nodes(dropped, "Gather") or nodes(dropped, "Gather Merge")
+
+    def test_jit_requested_compiles_only_where_jit_is_available(self, version: str) -> None:
+        environment = json.loads((RULE_PLANS / "capture_environment.json").read_text())
+        requested = plan(version, "jit_requested")
+        assert requested.jit_used == environment[version]["jit_available"]
+        assert load(version, "jit_requested")["gucs"]["jit_above_cost"] == "0"
+
     def test_index_only_scan_fetches_heap_tuples(self, version: str) -> None:
         (scan,) = nodes(plan(version, "index_only_heap_fetches"), "Index Only Scan")
         assert scan.heap_fetches and scan.actual_rows_total
