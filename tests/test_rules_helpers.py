@@ -290,3 +290,21 @@ def test_settings_explain_flip_says_when_the_test_of_the_cause_failed() -> None:
         "not the settings: with work_mem set back the candidate keeps its plan; "
         "the planner of PostgreSQL 15.18 -> 17.10"
     )
+
+
+def test_why_a_side_did_not_jit() -> None:
+    """PS111's reason, on a plan a build without JIT ran with jit on and every threshold 0:
+    the settings first (recorded GUCs that contradict the plan's list win), then the cost
+    threshold, then the server."""
+    from rules.ps111_jit_lost import CANNOT, why_not
+
+    requested = "rules/pg17/jit_requested"
+    assert why_not(side(requested), "candidate")[0] == CANNOT
+    assert why_not(side(requested, {"jit": "off"}), "candidate") == (
+        "jit off",
+        "jit is off on the candidate",
+    )
+    assert why_not(side(requested, {"jit_above_cost": "-1"}), "baseline")[0] == "jit disabled"
+    reason, text = why_not(side(requested, {"jit_above_cost": "100000"}), "candidate")
+    assert reason == "below jit_above_cost"
+    assert "costs 11024.6, below jit_above_cost 100000" in text
