@@ -3,7 +3,7 @@
 Sections: summary (the gate, one row per query that regressed, improved, is inconclusive or
 changed plan, most important first; targets, settings that differ, findings by rule and ranked
 by workload impact), sweeps (cost and duration per plan against the parameter with their
-crossings, and the plan-shape census as a heat map), and one block per query (latency CDF of
+crossings, and the plan-shape census as a plan diagram), and one block per query (latency CDF of
 both sides, plan census, findings, and the plan diff).
 """
 

@@ -91,27 +91,32 @@ document.addEventListener('DOMContentLoaded', function () {
     var href = link ? link.getAttribute('href') : '';
     return decodeURIComponent(href.slice(href.indexOf(',') + 1));
   }
-  function copied(button, text) {
-    var before = button.textContent;
-    button.textContent = text;
-    setTimeout(function () { button.textContent = before; }, 1500);
-  }
   document.querySelectorAll('button.copy-json').forEach(function (button) {
     var json = planJson(button);
+    var label = button.textContent;
+    function copied(text) {
+      button.textContent = text;
+      setTimeout(function () { button.textContent = label; }, 1500);
+    }
     button.title = 'copy ' + json.length + ' characters of EXPLAIN JSON (for pev2 / explain.dalibo.com)';
     button.setAttribute('data-length', String(json.length));
-    button.addEventListener('click', function () {
-      if (navigator.clipboard && navigator.clipboard.writeText) {
-        navigator.clipboard.writeText(json).then(function () { copied(button, 'copied'); },
-          function () { copied(button, 'copy failed'); });
-        return;
-      }
+    function viaSelection() {
       var area = document.createElement('textarea');
       area.value = json;
       document.body.appendChild(area);
       area.select();
-      copied(button, document.execCommand('copy') ? 'copied' : 'copy failed');
+      var done = false;
+      try { done = document.execCommand('copy'); } catch (e) { done = false; }
       document.body.removeChild(area);
+      copied(done ? 'copied' : 'copy failed');
+    }
+    button.addEventListener('click', function () {
+      if (navigator.clipboard && navigator.clipboard.writeText) {
+        navigator.clipboard.writeText(json).then(function () { copied('copied'); },
+          viaSelection);
+      } else {
+        viaSelection();
+      }
     });
   });
   document.body.setAttribute('data-ready', 'yes');
