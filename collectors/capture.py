@@ -14,7 +14,7 @@ a relation the capture session cannot see (a temporary table, or one dropped sin
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -23,6 +23,8 @@ from pglast import ast, parse_sql
 from pglast import parser as pg_parser
 from pglast.visitors import Visitor
 
+from collectors.attribution import PLAN_ONLY
+from collectors.generic_plans import generic_plan
 from collectors.pgss import read_pgss
 from collectors.servers.targets import check_conninfo, redact_conninfo, redact_secrets
 from detector.errors import PlanshiftError
@@ -235,3 +237,28 @@ def check_relations(
             statement = _as(statement, "missing", reason)
         checked.append(statement)
     return checked
+
+
+def plan_errors(
+    conn: psycopg.Connection[Any],
+    checks: Sequence[tuple[str, Mapping[str, Any] | None, bool]],
+    version: int,
+    timeout: str = CAPTURE_TIMEOUT,
+) -> list[str | None]:
+    """Per (sql, parameters, generic) query as the workload file will send it: None when the
+    source plans it, else PostgreSQL's error. Plain EXPLAIN, nothing executed (the generic
+    plan of SQL with $n: EXPLAIN (GENERIC_PLAN) on 16+, PREPARE and DEALLOCATE before), in the
+    session's read-only transactions; parameters are merged client-side, as the runner does."""
+    cursor = psycopg.ClientCursor(conn)
+    errors: list[str | None] = []
+    for sql, params, generic in checks:
+        try:
+            if generic:
+                generic_plan(conn, sql, {"statement_timeout": timeout}, version)
+            else:
+                cursor.execute(PLAN_ONLY + sql, params)
+                cursor.fetchall()
+            errors.append(None)
+        except (psycopg.Error, PlanshiftError) as exc:
+            errors.append(str(exc).strip().splitlines()[0])
+    return errors

@@ -247,3 +247,19 @@ def test_a_password_in_the_dsn_reaches_no_file_and_no_output(
     assert secret not in output
     for path in (tmp_path / "cap").iterdir():
         assert secret not in path.read_text(), path
+
+
+def test_a_query_the_source_cannot_plan_as_replayed_is_listed(
+    source15: Source, tmp_path: Path
+) -> None:
+    """Without logs, the constants of `:a + 50` become a generic plan's `$2 + $3`, two
+    unknown types: capture plans each query as the file will send it (plain EXPLAIN) and
+    lists the one the source cannot plan, instead of writing a workload that fails."""
+    result = CliRunner().invoke(
+        app, ["capture", "--target", source15.dsn, "-o", str(tmp_path / "cap"), "--top", "50"]
+    )
+    assert result.exit_code == 0, result.output
+    assert "unplannable SELECT count(*) FROM pgbench_accounts WHERE aid BETWEEN" in result.output
+    assert "operator is not unique: unknown + unknown" in result.output
+    workload = load_workload(tmp_path / "cap" / "workload.toml")
+    assert not any("BETWEEN" in q.sql for q in workload.queries)

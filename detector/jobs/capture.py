@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -20,6 +21,7 @@ from collectors.capture import (
     SourceRead,
     Statement,
     open_source,
+    plan_errors,
     read_source,
 )
 from collectors.capture import relations_of as relations
@@ -133,6 +135,7 @@ def capture_workload(dsn: str, directory: Path, options: CaptureOptions) -> Capt
                 name, s.sql, (s.queryid, *s.queryids), s.calls, s.mean_ms, s.total_ms, found
             )
         )
+    report.queries = _plannable(dsn, report, chosen, options)
     major = source.server_version_num // 10000
     report.files.append(
         dump(dsn, major, directory / SCHEMA_FILE, data=False, pg_bins=options.pg_bins)
@@ -154,6 +157,36 @@ def capture_workload(dsn: str, directory: Path, options: CaptureOptions) -> Capt
     report.files.insert(0, report.workload)
     load_workload(report.workload)  # what capture writes, the loader reads
     return report
+
+
+def _plannable(
+    dsn: str, report: CaptureReport, chosen: Sequence[Statement], options: CaptureOptions
+) -> list[CapturedQuery]:
+    """The queries the source plans as the workload file will send them (plain EXPLAIN,
+    nothing executed); the others join the list of what was not captured."""
+    conn = open_source(dsn, options.statement_timeout)
+    try:
+        errors = plan_errors(
+            conn,
+            [query.as_sent() for query in report.queries],
+            report.source.server_version_num,
+            options.statement_timeout,
+        )
+    finally:
+        conn.close()
+    kept = []
+    for query, statement, error in zip(report.queries, chosen, errors, strict=True):
+        if error is None:
+            kept.append(query)
+        else:
+            reason = f"the source does not plan it as replayed: {error}"
+            report.skipped.append(replace(statement, kind="unplannable", reason=reason))
+    if not kept:
+        raise PlanshiftError(
+            "none of the captured queries plans on the source as planshift would replay it",
+            "; ".join(s.reason for s in report.skipped[-3:]),
+        )
+    return kept
 
 
 def _header(report: CaptureReport, options: CaptureOptions) -> list[str]:

@@ -32,6 +32,13 @@ class CapturedQuery:
     total_ms: float
     samples: tuple[Mapping[int, Any], ...]  # {n: value} per logged execution; () if none
 
+    def as_sent(self) -> tuple[str, dict[str, Any] | None, bool]:
+        """(SQL, parameters of the first sample, generic plan) as the workload file sends it."""
+        if self.samples and _params(self.sql):
+            first = {f"p{number}": value for number, value in self.samples[0].items()}
+            return placeholder_sql(self.sql), first, False
+        return self.sql, None, bool(_params(self.sql))
+
     @property
     def mode(self) -> str:
         if not _params(self.sql):
