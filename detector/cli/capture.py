@@ -39,7 +39,7 @@ def capture(
     ] = False,
     max_data_mb: Annotated[
         float, typer.Option(help="Largest database --data copies (pg_database_size, MB).")
-    ] = 200.0,
+    ] = 100.0,
     samples: Annotated[
         int, typer.Option(help="Parameter sets per statement, sampled from its logged executions.")
     ] = 20,

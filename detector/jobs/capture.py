@@ -43,7 +43,7 @@ class CaptureOptions:
     logs: tuple[Path, ...] = ()
     log_line_prefix: str | None = None
     data: bool = False
-    max_data_mb: float = 200.0
+    max_data_mb: float = 100.0  # the dump is loaded statement by statement on each cluster
     samples: int = 20  # parameter sets kept per query, drawn from all logged executions
     statement_timeout: str = CAPTURE_TIMEOUT
     pg_bins: tuple[Path, ...] = ()
