@@ -166,6 +166,20 @@ def key_text(key: RelationKey) -> str:
     return " x ".join(key) if key else "(no relation)"
 
 
+def parallel_relations(plan: Plan) -> dict[str, PlanNode]:
+    """Relation -> the Gather / Gather Merge it is read under (the first found)."""
+    return memo(plan, _parallel_relations)
+
+
+def _parallel_relations(plan: Plan) -> dict[str, PlanNode]:
+    found: dict[str, PlanNode] = {}
+    keys = relation_keys(plan)
+    for node in nodes_of_type(plan, *GATHER_NODES):
+        for name in keys[id(node)]:
+            found.setdefault(name, node)
+    return found
+
+
 def relation_keys(plan: Plan) -> dict[int, RelationKey]:
     """id(node) -> relations_under(node) for every node of the plan, computed once."""
     return memo(plan, _relation_keys)

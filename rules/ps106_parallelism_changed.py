@@ -9,17 +9,14 @@ from detector.model import Finding, Plan, PlanNode, QueryComparison, Severity, V
 from rules.base import rule
 from rules.common import emit, flip_context
 from rules.gucs import changes_text, settings_changes
-from rules.matching import GATHER_NODES, facts, key_text, nodes_of_type, plan_nodes, relation_keys
-
-
-def _parallel_relations(plan: Plan) -> dict[str, PlanNode]:
-    """Relation -> the Gather it is read under (the first, in plan order)."""
-    found: dict[str, PlanNode] = {}
-    keys = relation_keys(plan)
-    for node in nodes_of_type(plan, *GATHER_NODES):
-        for name in keys[id(node)]:
-            found.setdefault(name, node)
-    return found
+from rules.matching import (
+    GATHER_NODES,
+    facts,
+    key_text,
+    parallel_relations,
+    plan_nodes,
+    relation_keys,
+)
 
 
 def _workers(gather: PlanNode) -> str:
@@ -51,6 +48,9 @@ def parallelism_changed(
     - On the candidate, a Gather that launched fewer workers than it planned: its
       own finding, whether or not the plan changed. Error when the query is
       measured slower, else warning.
+
+    A plan that stays parallel while its aggregation moves above the Gather
+    (the workers no longer pre-aggregate) is PS110.
 
     ## Why it matters
     A parallel plan is costed on the workers it plans: the planner divides the
@@ -87,7 +87,7 @@ def parallelism_changed(
     base_plan = comparison.baseline.dominant.plan
     cand_plan = comparison.candidate.dominant.plan
     if comparison.plan_changed:
-        base, cand = _parallel_relations(base_plan), _parallel_relations(cand_plan)
+        base, cand = parallel_relations(base_plan), parallel_relations(cand_plan)
         for change, names in (
             ("gained", sorted(set(cand) - set(base))),
             ("lost", sorted(set(base) - set(cand))),

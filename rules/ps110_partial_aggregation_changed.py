@@ -9,7 +9,13 @@ from typing import Any
 from detector.model import Finding, Plan, PlanNode, QueryComparison, Severity
 from rules.base import rule
 from rules.common import emit, flip_context, fmt_count
-from rules.matching import RelationKey, key_text, placed_nodes, relation_keys
+from rules.matching import (
+    RelationKey,
+    key_text,
+    parallel_relations,
+    placed_nodes,
+    relation_keys,
+)
 
 _STRATEGIES = {
     "Hashed": "HashAggregate",
@@ -40,17 +46,6 @@ def pre_aggregations(plan: Plan) -> dict[RelationKey, PreAggregation]:
         node = placed.node
         if placed.gather is not None and node.partial_mode == "Partial":
             found.setdefault(keys[id(node)], PreAggregation(node, placed.gather))
-    return found
-
-
-def gathers(plan: Plan) -> dict[str, PlanNode]:
-    """Relation -> the first Gather / Gather Merge it is read under."""
-    keys = relation_keys(plan)
-    found: dict[str, PlanNode] = {}
-    for placed in placed_nodes(plan):
-        if placed.node.node_type in ("Gather", "Gather Merge"):
-            for name in keys[id(placed.node)]:
-                found.setdefault(name, placed.node)
     return found
 
 
@@ -124,7 +119,7 @@ def partial_aggregation_changed(
     base_plan = comparison.baseline.dominant.plan
     cand_plan = comparison.candidate.dominant.plan
     base, cand = pre_aggregations(base_plan), pre_aggregations(cand_plan)
-    base_gathers, cand_gathers = gathers(base_plan), gathers(cand_plan)
+    base_gathers, cand_gathers = parallel_relations(base_plan), parallel_relations(cand_plan)
     for change, mine, others, other_gathers in (
         ("dropped", base, cand, cand_gathers),
         ("added", cand, base, base_gathers),

@@ -18,8 +18,12 @@ CANNOT = "server cannot jit"
 
 
 def _setting(side: Side, name: str) -> str | None:
-    value = side_settings(side).get(name)
-    return value if value is not None else default_of(name, side.server_version_num)
+    """The side's effective value (as side_settings has it), cheaply when the plan's list does
+    not name the setting: this runs for every query whose candidate did not JIT."""
+    value = side.settings.get(name)
+    if value is None and name in side.dominant.plan.settings:
+        value = side_settings(side).get(name)
+    return str(value) if value is not None else default_of(name, side.server_version_num)
 
 
 def _number(value: str | None) -> float | None:
