@@ -44,7 +44,8 @@ def _far(a: float, b: float, factor: float) -> bool:
 def side_conditions(result: ComparisonResult, role: str, side: Side) -> list[str]:
     """What a side ran under: server version, the settings that differ, how it was measured,
     and the facts of its representative EXPLAIN."""
-    lines = [f"PostgreSQL {fmt_version(side.server_version_num)}"]
+    known = side.server_version_num is not None
+    lines = [f"PostgreSQL {fmt_version(side.server_version_num)}"] if known else []
     index = 0 if role == "baseline" else 1
     differing = sorted(result.settings_diff.items())
     lines += [f"{name}={values[index] or 'default'}" for name, values in differing[:SETTINGS_SHOWN]]
@@ -100,9 +101,8 @@ def _node_title(node: PlanNode) -> str:
 
 def _node_cells(flat: FlatNode | None, css: str) -> str:
     if flat is None:
-        return f'<td class="node {css} empty"></td>' + f'<td class="num {css}"></td>' * len(
-            NUMBER_COLUMNS
-        )
+        cells = f'<td class="num {css} empty"></td>' * len(NUMBER_COLUMNS)
+        return f'<td class="node {css} empty"></td>{cells}'
     node = flat.node
     totals = node_totals(node)
     qerr = q_error(node)
