@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -45,6 +46,12 @@ class Source:
     def __init__(self, cluster: EmbeddedCluster, dsn: str) -> None:
         self.cluster, self.dsn = cluster, dsn
 
+    @property
+    def log(self) -> Path:
+        """The server log: jsonlog files of the logging collector when on, else stderr's."""
+        found = sorted((self.cluster.data_dir / "log").glob("*.json"))
+        return found[-1] if found else self.cluster.log_path
+
     def one(self, sql: str) -> tuple[object, ...]:
         with psycopg.connect(self.dsn, autocommit=True) as conn:
             row = conn.execute(sql).fetchone()
@@ -68,13 +75,13 @@ def pgbench(cluster: EmbeddedCluster, *arguments: str) -> None:
     subprocess.run([str(binary), *arguments, "bench"], env=env, check=True, capture_output=True)
 
 
-def start_source(major: int, tmp: Path) -> Iterator[Source]:
+def start_source(major: int, tmp: Path, **settings: str) -> Iterator[Source]:
     try:
         installation = find_installation(major)
     except PlanshiftError as exc:
         pytest.skip(f"PostgreSQL {major} is not available: {exc}")
     with EmbeddedCluster(
-        installation, settings=SOURCE_SETTINGS, name=f"capture-src{major}"
+        installation, settings={**SOURCE_SETTINGS, **settings}, name=f"capture-src{major}"
     ) as cluster:
         with psycopg.connect(cluster.conninfo, autocommit=True) as conn:
             conn.execute("CREATE DATABASE bench")
@@ -94,7 +101,18 @@ def start_source(major: int, tmp: Path) -> Iterator[Source]:
             conn.execute("CREATE TEMP TABLE scratch AS SELECT 1 AS x")
             for _ in range(30):
                 conn.execute("SELECT count(*) FROM scratch WHERE x > 0")
+            conn.execute("SELECT 'end of the load' AS marker")
+        wait_for_log(source, "end of the load")
         yield source
+
+
+def wait_for_log(source: Source, text: str, limit_s: float = 30.0) -> None:
+    """The logging collector writes through a pipe: poll until the load's last entry is in."""
+    deadline = time.monotonic() + limit_s
+    while text not in source.log.read_text(errors="replace"):
+        if time.monotonic() > deadline:
+            pytest.fail(f"{text!r} not in {source.log} after {limit_s} s")
+        time.sleep(0.05)
 
 
 @pytest.fixture(scope="module")
@@ -110,7 +128,7 @@ def capture(source: Source, out: Path, *extra: str) -> str:
             "--target",
             source.dsn,
             "--log",
-            str(source.cluster.log_path),
+            str(source.log),
             "-o",
             str(out),
             *extra,
@@ -214,7 +232,11 @@ def test_plan_only_replay_on_the_source_executes_nothing(source15: Source, tmp_p
 
 
 def test_bound_parameters_of_16_and_later_become_values(tmp_path: Path) -> None:
-    for source in start_source(17, tmp_path):
+    """PostgreSQL 17, logging in jsonlog: `Query Parameters` give the prepared statement's
+    values, so it replays with them instead of as its generic plan."""
+    jsonlog = {"logging_collector": "on", "log_destination": "jsonlog"}
+    for source in start_source(17, tmp_path, **jsonlog):
+        assert source.log.suffix == ".json"
         output = capture(source, tmp_path / "cap", "--top", "20")
         workload = load_workload(tmp_path / "cap" / "workload.toml")
         grouped = next(q for q in workload.queries if "GROUP BY" in q.sql)
