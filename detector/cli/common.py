@@ -43,6 +43,10 @@ ConfigOption = Annotated[
     ),
 ]
 FormatOption = Annotated[str, typer.Option("--format", "-f", help="terminal (default) or json.")]
+SinceOption = Annotated[
+    str | None, typer.Option(help="From this time (2026-11-22T14:00, or 14:00 UTC).")
+]
+UntilOption = Annotated[str | None, typer.Option(help="Until this time (excluded).")]
 LakeOption = Annotated[
     Path | None,
     typer.Option(

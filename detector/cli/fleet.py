@@ -10,7 +10,9 @@ from detector.cli.common import (
     DEFAULT_STORE,
     FormatOption,
     LakeOption,
+    SinceOption,
     StoreOption,
+    UntilOption,
     check_format,
     out,
     print_json,
@@ -24,10 +26,8 @@ def fleet(
     query: Annotated[
         str | None, typer.Option("--query", "-q", help="Query key (or its prefix), name or SQL words.")
     ] = None,
-    since: Annotated[
-        str | None, typer.Option(help="From this time (2026-11-22T14:00, or 14:00 UTC).")
-    ] = None,
-    until: Annotated[str | None, typer.Option(help="Until this time (excluded).")] = None,
+    since: SinceOption = None,
+    until: UntilOption = None,
     source: Annotated[
         list[str] | None, typer.Option("--source", help="Only this host. Repeatable.")
     ] = None,

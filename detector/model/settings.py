@@ -153,12 +153,7 @@ def normalized(value: str) -> str:
 
 #: Settings that move plan costs (or, like prefetching, the clock without the cost).
 COST_SETTINGS = (
-    "random_page_cost",
-    "seq_page_cost",
-    "cpu_tuple_cost",
-    "cpu_index_tuple_cost",
-    "cpu_operator_cost",
-    "effective_cache_size",
+    *COST_UNIT_SETTINGS,
     "effective_io_concurrency",
     "maintenance_io_concurrency",
     "work_mem",
