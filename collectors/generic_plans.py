@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from typing import Any
 
@@ -57,4 +58,18 @@ def generic_plan(
             cur.execute(f"DEALLOCATE {PREPARED_NAME}")
     if row is None:
         raise PlanshiftError("EXPLAIN returned no row")
-    return str(row[0])
+    return _without_forced_mode(row[0])
+
+
+def _without_forced_mode(plan: Any) -> str:
+    """The plan's Settings without the plan_cache_mode set here to get the generic plan: it is
+    how the plan was asked for, not a setting of the side (a report would name it as one).
+    `plan`: JSON text, or already parsed (a session without planshift's text loader)."""
+    document = json.loads(plan) if isinstance(plan, str | bytes) else plan
+    for entry in document if isinstance(document, list) else [document]:
+        settings = entry.get("Settings") if isinstance(entry, dict) else None
+        if isinstance(settings, dict):
+            settings.pop("plan_cache_mode", None)
+            if not settings:
+                del entry["Settings"]
+    return json.dumps(document)
