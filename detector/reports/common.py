@@ -94,7 +94,8 @@ def method_lines(result: ComparisonResult) -> list[str]:
     decided = sum(q.timing.verdict in (Verdict.REGRESSED, Verdict.IMPROVED) for q in result.queries)
     tested = sum(q.timing.q_value is not None for q in result.queries)
     lines = []
-    if result.interleaved:
+    timed = any(q.baseline.timing and q.candidate.timing for q in result.queries)
+    if result.interleaved and timed:  # plans only (run --plan-only): no timings to pair
         lines.append(
             "timings: paired, sample by sample (both sides ran in one interleaved run with the "
             "same parameters)"
