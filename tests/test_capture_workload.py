@@ -285,3 +285,21 @@ def test_a_query_the_source_cannot_plan_as_replayed_is_listed(
     assert "operator is not unique: unknown + unknown" in result.output
     workload = load_workload(tmp_path / "cap" / "workload.toml")
     assert not any("BETWEEN" in q.sql for q in workload.queries)
+
+
+def test_a_schema_only_capture_replays_on_servers_holding_the_data(
+    source15: Source, tmp_path: Path
+) -> None:
+    """--dsn servers (here the source itself under two names, as a restored and an upgraded
+    copy would be): the schema is only checked there, the captured queries run with weights."""
+    capture(source15, tmp_path / "cap", "--top", "5")
+    store = tmp_path / "s.duckdb"
+    result = CliRunner().invoke(
+        app,
+        ["run", str(tmp_path / "cap" / "workload.toml"), "--dsn", f"old={source15.dsn}",
+         "--dsn", f"new={source15.dsn}", "--store", str(store), "--repetitions", "3"],
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    compared = compare_from_store(store, "old", "new", None, CompareOptions())
+    timed = [q for q in compared.queries if q.baseline.timing is not None]
+    assert timed and all(q.baseline.calls and q.weight == q.baseline.calls for q in timed)
