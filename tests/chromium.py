@@ -1,16 +1,22 @@
 """Headless Chromium (Debian's `chromium`, installed by scripts/bootstrap.sh --test) for the HTML
 tests and scripts/screenshots.py: render a page, dump its DOM after the scripts ran, screenshot
-it, and read the dumped DOM back into a small element tree to assert on."""
+it, read the dumped DOM back into a small element tree to assert on, and drive a page over the
+DevTools protocol (clicks, the clipboard)."""
 
 from __future__ import annotations
 
+import fcntl
+import json
+import os
 import re
+import select
 import subprocess
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from html.parser import HTMLParser
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -122,3 +128,96 @@ def rendered(page: Path) -> Element:
     assert result.returncode == 0, result.stderr[-2000:]
     assert console_problems(result.stderr) == []
     return parse_dom(result.stdout)
+
+
+class DevTools:
+    """A page in Chromium driven over `--remote-debugging-pipe` (DevTools protocol messages,
+    each ended by a NUL byte, on file descriptors 3 and 4), for what a DOM dump cannot show:
+    clicks with a user gesture, and the clipboard."""
+
+    def __init__(self, page: Path) -> None:
+        self.page = page
+        # Chromium's helper processes may still write to the profile as the browser exits
+        self.profile = tempfile.TemporaryDirectory(
+            prefix="planshift-chromium-", ignore_cleanup_errors=True
+        )
+        self.pending = b""
+        self.last_id = 0
+        self.session = ""
+
+    def __enter__(self) -> DevTools:
+        to_chromium, self.writer = os.pipe()
+        self.reader, from_chromium = os.pipe()
+
+        def on_fds_3_and_4() -> None:  # in the child: move the ends out of the way first
+            read_end = fcntl.fcntl(to_chromium, fcntl.F_DUPFD, 10)
+            write_end = fcntl.fcntl(from_chromium, fcntl.F_DUPFD, 10)
+            os.dup2(read_end, 3)  # dup2 to another number makes it inheritable
+            os.dup2(write_end, 4)
+
+        self.process = subprocess.Popen(
+            [str(CHROMIUM), *FLAGS, "--remote-debugging-pipe",
+             f"--user-data-dir={self.profile.name}", "about:blank"],
+            preexec_fn=on_fds_3_and_4, close_fds=False,
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        )  # fmt: skip
+        os.close(to_chromium)
+        os.close(from_chromium)
+        target = self.call("Target.createTarget", {"url": "about:blank"})["targetId"]
+        attached = self.call("Target.attachToTarget", {"targetId": target, "flatten": True})
+        self.session = attached["sessionId"]
+        self.call(
+            "Browser.grantPermissions",
+            {"permissions": ["clipboardReadWrite", "clipboardSanitizedWrite"]},
+        )
+        self.call("Page.enable")
+        self.call("Page.navigate", {"url": self.page.as_uri()})
+        self._receive(lambda message: message.get("method") == "Page.loadEventFired")
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        try:
+            self.call("Browser.close")
+            self.process.wait(timeout=60)
+        except (RuntimeError, OSError, subprocess.TimeoutExpired):
+            self.process.kill()
+            self.process.wait()
+        os.close(self.writer)
+        os.close(self.reader)
+        self.profile.cleanup()
+
+    def _receive(self, wanted: Callable[[dict[str, Any]], bool]) -> dict[str, Any]:
+        while True:
+            while b"\0" not in self.pending:
+                ready, _, _ = select.select([self.reader], [], [], 60)
+                chunk = os.read(self.reader, 1 << 16) if ready else b""
+                if not chunk:
+                    raise RuntimeError("Chromium stopped answering")
+                self.pending += chunk
+            raw, _, self.pending = self.pending.partition(b"\0")
+            message: dict[str, Any] = json.loads(raw)
+            if wanted(message):
+                return message
+
+    def call(self, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
+        self.last_id += 1
+        request: dict[str, Any] = {"id": self.last_id, "method": method, "params": params or {}}
+        if self.session and not method.startswith(("Target.", "Browser.")):
+            request["sessionId"] = self.session
+        os.write(self.writer, json.dumps(request).encode() + b"\0")
+        reply = self._receive(lambda message: message.get("id") == self.last_id)
+        if "error" in reply:
+            raise RuntimeError(f"{method}: {reply['error']}")
+        result: dict[str, Any] = reply["result"]
+        return result
+
+    def evaluate(self, expression: str) -> Any:
+        """The value of a JavaScript expression (awaited when a promise), run as a user gesture."""
+        reply = self.call(
+            "Runtime.evaluate",
+            {"expression": expression, "returnByValue": True, "awaitPromise": True,
+             "userGesture": True},
+        )  # fmt: skip
+        if "exceptionDetails" in reply:
+            raise RuntimeError(f"{expression}: {reply['exceptionDetails']}")
+        return reply["result"].get("value")

@@ -5,7 +5,8 @@ page's own script run and nothing else) and with their script run to the end, th
 fetched from the network, and asserts on the rendered DOM: queries by importance, the plan diff
 rows against the plans' nodes, each side's conditions, the per-node actuals summed over loops,
 the JSON behind every copy button and download link, and the census's plan diagrams node by
-node. scripts/screenshots.py makes the committed screenshots with the same Chromium helper.
+node. Over the DevTools protocol it clicks every copy button and reads the clipboard.
+scripts/screenshots.py makes the committed screenshots with the same Chromium helper.
 """
 
 from __future__ import annotations
@@ -21,7 +22,15 @@ import pytest
 
 from detector.model import ComparisonResult, QueryComparison, parse_plan
 from detector.model.units import fmt_ms, fmt_version
-from tests.chromium import CHROMIUM, Element, chromium, console_problems, needs_chromium, rendered
+from tests.chromium import (
+    CHROMIUM,
+    DevTools,
+    Element,
+    chromium,
+    console_problems,
+    needs_chromium,
+    rendered,
+)
 from tests.report_store import fixed_store
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -162,6 +171,34 @@ def test_copy_and_download_carry_each_plan_once(dom: Element, result: Comparison
             assert link.attrs["download"].endswith(".json")
             shown.append(parse_plan(json.loads(text)).root)
         assert sorted(map(repr, shown)) == sorted(repr(v.plan.root) for v in variants), index
+
+
+@needs_chromium
+def test_copy_buttons_put_the_plan_json_on_the_clipboard(report: Path) -> None:
+    with DevTools(report) as page:
+        assert page.evaluate("document.body.getAttribute('data-ready')") == "yes"
+        buttons = page.evaluate(
+            "Array.from(document.querySelectorAll('button.copy-json'), b => b.dataset.plan)"
+        )
+        assert len(buttons) >= 18
+        for plan in buttons:
+            link = page.evaluate(f"document.getElementById('{plan}').getAttribute('href')")
+            expected = unquote(link.partition(",")[2])
+            page.evaluate("navigator.clipboard.writeText('-')")
+            page.evaluate(f"document.querySelector('button[data-plan=\"{plan}\"]').click()")
+            # the copy is asynchronous: wait for the clipboard to change, in the page
+            copied = page.evaluate(CLIPBOARD_CHANGED)
+            assert copied == expected, plan
+            assert parse_plan(copied).root.node_type
+
+
+CLIPBOARD_CHANGED = """new Promise(function (resolve) {
+  (function poll() {
+    navigator.clipboard.readText().then(function (text) {
+      if (text !== '-') { resolve(text); } else { setTimeout(poll, 10); }
+    });
+  })();
+})"""
 
 
 def _ordered(result: ComparisonResult) -> list[QueryComparison]:
