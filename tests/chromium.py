@@ -142,6 +142,7 @@ class DevTools:
             prefix="planshift-chromium-", ignore_cleanup_errors=True
         )
         self.pending = b""
+        self.events: list[dict[str, Any]] = []  # received while waiting for something else
         self.last_id = 0
         self.session = ""
 
@@ -172,7 +173,7 @@ class DevTools:
         )
         self.call("Page.enable")
         self.call("Page.navigate", {"url": self.page.as_uri()})
-        self._receive(lambda message: message.get("method") == "Page.loadEventFired")
+        self.event("Page.loadEventFired")
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -186,6 +187,20 @@ class DevTools:
         os.close(self.reader)
         self.profile.cleanup()
 
+    def event(self, method: str, **params: Any) -> dict[str, Any]:
+        """The first event `method` whose parameters include `params`, waiting for it."""
+
+        def wanted(message: dict[str, Any]) -> bool:
+            found = message.get("params", {})
+            return message.get("method") == method and all(
+                found.get(k) == v for k, v in params.items()
+            )
+
+        for index, message in enumerate(self.events):
+            if wanted(message):
+                return self.events.pop(index)
+        return self._receive(wanted)
+
     def _receive(self, wanted: Callable[[dict[str, Any]], bool]) -> dict[str, Any]:
         while True:
             while b"\0" not in self.pending:
@@ -198,6 +213,8 @@ class DevTools:
             message: dict[str, Any] = json.loads(raw)
             if wanted(message):
                 return message
+            if "method" in message:
+                self.events.append(message)
 
     def call(self, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
         self.last_id += 1

@@ -5,7 +5,8 @@ page's own script run and nothing else) and with their script run to the end, th
 fetched from the network, and asserts on the rendered DOM: queries by importance, the plan diff
 rows against the plans' nodes, each side's conditions, the per-node actuals summed over loops,
 the JSON behind every copy button and download link, and the census's plan diagrams node by
-node. Over the DevTools protocol it clicks every copy button and reads the clipboard.
+node. Over the DevTools protocol it clicks every copy button and reads the clipboard, and
+clicks download links and reads the files saved.
 scripts/screenshots.py makes the committed screenshots with the same Chromium helper.
 """
 
@@ -190,6 +191,23 @@ def test_copy_buttons_put_the_plan_json_on_the_clipboard(report: Path) -> None:
             copied = page.evaluate(CLIPBOARD_CHANGED)
             assert copied == expected, plan
             assert parse_plan(copied).root.node_type
+
+
+@needs_chromium
+def test_download_links_save_the_plan_json(report: Path, tmp_path: Path) -> None:
+    with DevTools(report) as page:
+        page.call(
+            "Browser.setDownloadBehavior",
+            {"behavior": "allow", "downloadPath": str(tmp_path), "eventsEnabled": True},
+        )
+        links = page.evaluate(
+            "Array.from(document.querySelectorAll('a.download-json'), a => [a.id, a.download])"
+        )
+        for element, name in links[:4]:
+            href = page.evaluate(f"document.getElementById('{element}').getAttribute('href')")
+            page.evaluate(f"document.getElementById('{element}').click()")
+            page.event("Browser.downloadProgress", state="completed")
+            assert (tmp_path / name).read_text() == unquote(href.partition(",")[2])
 
 
 CLIPBOARD_CHANGED = """new Promise(function (resolve) {
