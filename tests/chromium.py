@@ -172,6 +172,7 @@ class DevTools:
             {"permissions": ["clipboardReadWrite", "clipboardSanitizedWrite"]},
         )
         self.call("Page.enable")
+        self.call("Network.enable")
         self.call("Page.navigate", {"url": self.page.as_uri()})
         self.event("Page.loadEventFired")
         return self
@@ -186,6 +187,14 @@ class DevTools:
         os.close(self.writer)
         os.close(self.reader)
         self.profile.cleanup()
+
+    def requested(self) -> list[str]:
+        """The URLs the page requested so far (Network.requestWillBeSent)."""
+        return [
+            e["params"]["request"]["url"]
+            for e in self.events
+            if e.get("method") == "Network.requestWillBeSent"
+        ]
 
     def event(self, method: str, **params: Any) -> dict[str, Any]:
         """The first event `method` whose parameters include `params`, waiting for it."""

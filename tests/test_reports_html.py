@@ -178,6 +178,7 @@ def test_copy_and_download_carry_each_plan_once(dom: Element, result: Comparison
 def test_copy_buttons_put_the_plan_json_on_the_clipboard(report: Path) -> None:
     with DevTools(report) as page:
         assert page.evaluate("document.body.getAttribute('data-ready')") == "yes"
+        assert page.requested() == [report.as_uri()], "the page loads nothing else"
         buttons = page.evaluate(
             "Array.from(document.querySelectorAll('button.copy-json'), b => b.dataset.plan)"
         )
