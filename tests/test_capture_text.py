@@ -93,9 +93,9 @@ def test_the_written_workload_reads_back_with_awkward_values(tmp_path: Path) -> 
     )
     taken: set[str] = set()
     queries = [
-        CapturedQuery(query_name(sql, ["t"], taken), sql, (1, 2), 1000, 0.5, 500.0, samples),
-        CapturedQuery(query_name(sql, ["t"], taken), sql, (3,), 10, 2.0, 20.0, ()),
-        CapturedQuery(query_name("select 1", [], taken), "select 1", (4,), 3, 0.1, 0.3, ()),
+        CapturedQuery(query_name(["t"], "ab12cd34", taken), sql, (1, 2), 1000, 0.5, 500.0, samples),
+        CapturedQuery(query_name(["s.t"], "ab12cd34", taken), sql, (3,), 10, 2.0, 20.0, ()),
+        CapturedQuery(query_name([], "text:0f", taken), "select 1", (4,), 3, 0.1, 0.3, ()),
     ]
     text = workload_toml(
         name="capture-x",
@@ -108,7 +108,7 @@ def test_the_written_workload_reads_back_with_awkward_values(tmp_path: Path) -> 
     (tmp_path / "workload.toml").write_text(text)
     workload = load_workload(tmp_path / "workload.toml")
     first, generic, plain = workload.queries
-    assert [q.name for q in workload.queries] == ["select_t", "select_t_2", "select_expression"]
+    assert [q.name for q in workload.queries] == ["t_12cd34", "t_12cd34_2", "expression_0f"]
     assert first.sql == "SELECT a %% 2, '''' FROM t WHERE b = %(p1)s AND c = %(p2)s AND d = %(p3)s"
     assert [p.args for p in first.params] == [
         (samples[0][1], samples[1][1]),

@@ -128,7 +128,7 @@ def capture_workload(dsn: str, directory: Path, options: CaptureOptions) -> Capt
     samples = report.logged.samples if report.logged else {}
     taken: set[str] = set()
     for s in chosen:
-        name = query_name(s.sql, [n for n, _ in relations(s.sql)], taken)
+        name = query_name([n for n, _ in relations(s.sql)], s.key, taken)
         found = tuple(samples.get(s.key, ()))
         report.queries.append(
             CapturedQuery(

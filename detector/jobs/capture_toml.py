@@ -46,12 +46,13 @@ class CapturedQuery:
         return f"{len(self.samples)} parameter sets" if self.samples else "generic plan"
 
 
-def query_name(sql: str, relations: Sequence[str], taken: set[str]) -> str:
-    """`select_pgbench_accounts`, `select_pgbench_accounts_2` ...: the verb and the first
-    relation, unique within the file."""
-    verb = (sql.split(None, 1) or ["query"])[0].lower()
+def query_name(relations: Sequence[str], key: str, taken: set[str]) -> str:
+    """`pgbench_accounts_e86ca6`: the first relation the query reads and the end of its query
+    key (the parse-tree fingerprint), so a statement keeps its name from one capture to the
+    next whatever else production ran (a comparison across runs pairs queries by name)."""
     first = relations[0].rsplit(".", 1)[-1] if relations else "expression"
-    base = re.sub(r"[^a-z0-9_]+", "_", f"{verb}_{first}".lower()).strip("_") or "query"
+    suffix = re.sub(r"[^0-9a-f]", "", key.rpartition(":")[2].lower())[-6:]
+    base = re.sub(r"[^a-z0-9_]+", "_", f"{first}_{suffix}".lower()).strip("_") or "query"
     name, number = base, 1
     while name in taken:
         number += 1
