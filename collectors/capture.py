@@ -34,6 +34,7 @@ CAPTURE_TIMEOUT = "30s"
 APPLICATION_NAME = "planshift capture"
 WRITES = (ast.InsertStmt, ast.UpdateStmt, ast.DeleteStmt, ast.MergeStmt)
 HIDDEN = "<insufficient privilege>"
+SQUASHED = "/*, ... */"  # `IN ($1 /*, ... */)`: pg_stat_statements 18 squashes lists
 SYSTEM_SCHEMAS = ("pg_catalog", "information_schema")
 # not ranked: no query of the application (BEGIN, SET, DDL; catalog queries of tools and drivers)
 IGNORED = ("utility", "catalog")
@@ -49,7 +50,7 @@ class Statement:
     total_ms: float
     key: str  # THE query key of a text (detector.model.identity), shared with log entries
     parameters: int  # the highest $n
-    kind: str  # query | write | utility | catalog | hidden | unparsable | missing
+    kind: str  # query | write | utility | catalog | hidden | unparsable | missing | squashed
     reason: str = ""  # why it is not replayed ("" for a query)
     queryids: tuple[int, ...] = ()  # other entries of the same text (another protocol, user)
 
@@ -136,6 +137,12 @@ def classify(queryid: int, sql: str, calls: int, total_ms: float) -> Statement:
         return _as(made, "write", "writes (INSERT, UPDATE, DELETE, MERGE or SELECT INTO)")
     if not isinstance(node, ast.SelectStmt):
         return _as(made, "utility", f"utility statement ({type(node).__name__})")
+    if SQUASHED in sql:
+        reason = (
+            "pg_stat_statements (18+) shows a list of values as one $n: its length, and "
+            "so the plan, cannot be replayed"
+        )
+        return _as(made, "squashed", reason)
     return made
 
 
