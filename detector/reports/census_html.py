@@ -38,6 +38,7 @@ class CensusGrid:
 
 
 CELL_H = 24  # px per target row of a plan diagram
+SANS_CHAR_WIDTH = 7.4  # px per character of a 12px sans-serif label, wide enough for most fonts
 DIAGRAM_NOTE = (
     "a row per target, a column per point; each cell has the colour of the plan shape that ran "
     "there (stripes by share, * when several did); the legend draws each shape's plan tree."
@@ -49,7 +50,7 @@ def _tick(text: str) -> str:
     try:
         return fmt_tick(float(value))
     except ValueError:
-        return text
+        return value
 
 
 def grid_from_sweep(group: SweepGroup) -> CensusGrid:
@@ -130,8 +131,9 @@ def diagram_svg(grid: CensusGrid, chart_id: str) -> str:
     shapes = _shape_order(grid)
     cells = _cells(grid, shapes)
     targets = list(dict.fromkeys(target for target, _ in grid.rows))
-    label_w = min(260.0, max(len(t) for t in targets) * CHAR_WIDTH + 16) if targets else 40.0
-    cell_w = max(30.0, min(64.0, 760 / max(len(grid.columns), 1)))
+    label_w = min(260.0, max(len(t) for t in targets) * SANS_CHAR_WIDTH + 20) if targets else 40.0
+    widest_tick = max((len(_tick(c)) for c in grid.columns), default=1) * CHAR_WIDTH + 8
+    cell_w = min(140.0, max(30.0, min(64.0, 760 / max(len(grid.columns), 1)), widest_tick))
     parts = []
     for row, target in enumerate(targets):
         top = 8 + row * CELL_H
