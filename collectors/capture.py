@@ -1,10 +1,12 @@
 """`planshift capture`: read a running system's workload without ever writing to it.
 
-The session is read-only before it reads anything: `default_transaction_read_only` and a
-`statement_timeout` are set for the session (set_config, no SET string), so every statement
-planshift sends runs in a read-only transaction that cannot run away; nothing else is sent
-but SELECTs of catalogs and of pg_stat_statements. No setup, no extension created: a source
-without pg_stat_statements is an error with a hint.
+The session is read-only before it reads anything: `default_transaction_read_only`, a
+`statement_timeout` and a `lock_timeout` are set for the session (set_config, no SET string),
+so every statement planshift sends runs in a read-only transaction that cannot run away or
+queue behind a lock; nothing else is sent but SELECTs of catalogs and of pg_stat_statements,
+and plain EXPLAINs of the captured queries (`plan_errors`: planned, never executed; on 15 a
+generic plan is PREPAREd and DEALLOCATEd). No setup, no extension created: a source without
+pg_stat_statements is an error with a hint.
 
 pg_stat_statements gives the statements (constants and bound parameters shown as $n), their
 calls and time; each is classified by PostgreSQL's own parser (pglast): a query planshift can
