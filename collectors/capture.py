@@ -90,7 +90,10 @@ def open_source(dsn: str, timeout: str = CAPTURE_TIMEOUT) -> psycopg.Connection[
         )
     except psycopg.Error as exc:
         conn.close()
-        raise PlanshiftError(f"cannot make the capture session read-only: {exc}") from None
+        raise PlanshiftError(
+            f"cannot set up the capture session (read-only, timeouts): {str(exc).strip()}",
+            "--statement-timeout takes a PostgreSQL duration, e.g. 30s or 2min",
+        ) from None
     return conn
 
 

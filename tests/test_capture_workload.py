@@ -258,6 +258,11 @@ def test_errors_are_user_errors(source15: Source, tmp_path: Path) -> None:
     missing = CliRunner().invoke(app, ["capture", "--target", bare, "-o", str(tmp_path)])
     assert missing.exit_code == 2 and "pg_stat_statements is not installed" in missing.output
     assert "Traceback" not in missing.output
+    timeout = CliRunner().invoke(
+        app,
+        ["capture", "--target", source15.dsn, "-o", str(tmp_path), "--statement-timeout", "soon"],
+    )
+    assert timeout.exit_code == 2 and "PostgreSQL duration" in timeout.output
 
 
 def test_a_password_in_the_dsn_reaches_no_file_and_no_output(

@@ -51,6 +51,9 @@ def capture(
         list[Path] | None,
         typer.Option("--pg-bin", help="bin directory holding the source version's pg_dump."),
     ] = None,
+    statement_timeout: Annotated[
+        str, typer.Option(help="statement_timeout and lock_timeout of the capture session.")
+    ] = "30s",
 ) -> None:
     """Capture a running system's workload (pg_stat_statements, auto_explain logs, schema)
     without writing to it; replay it with `planshift run DIR/workload.toml`."""
@@ -64,6 +67,7 @@ def capture(
         max_data_mb=max_data_mb,
         samples=samples,
         pg_bins=tuple(pg_bin or ()),
+        statement_timeout=statement_timeout,
     )
     with user_errors():
         report = capture_workload(target, output, options)
