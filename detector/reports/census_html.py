@@ -39,6 +39,7 @@ class CensusGrid:
 
 CELL_H = 24  # px per target row of a plan diagram
 SANS_CHAR_WIDTH = 7.4  # px per character of a 12px sans-serif label, wide enough for most fonts
+LABEL_CHARS = 32  # longer target names are cut with an ellipsis (the full name is the tooltip)
 DIAGRAM_NOTE = (
     "a row per target, a column per point; each cell has the colour of the plan shape that ran "
     "there (stripes by share, * when several did); the legend draws each shape's plan tree."
@@ -104,12 +105,12 @@ def _grid(
     return CensusGrid(name, param, columns, rows, counts, shares)
 
 
-def _shape_order(grid: CensusGrid) -> list[str]:
-    """Signatures by executions (most first), then by text: the census's letters A, B, ..."""
+def _shape_totals(grid: CensusGrid) -> dict[str, int]:
+    """Executions per signature, most first, then by text: the census's letters A, B, ..."""
     totals: dict[str, int] = {}
     for (_, signature), counts in zip(grid.rows, grid.counts, strict=True):
         totals[signature] = totals.get(signature, 0) + sum(counts)
-    return sorted(totals, key=lambda s: (-totals[s], s))
+    return dict(sorted(totals.items(), key=lambda item: (-item[1], item[0])))
 
 
 def _cells(grid: CensusGrid, shapes: list[str]) -> dict[tuple[str, int], list[tuple[int, int]]]:
@@ -128,10 +129,12 @@ def diagram_svg(grid: CensusGrid, chart_id: str) -> str:
     """A plan diagram (as Picasso draws an optimizer's): a cell per target and sweep point in the
     colour of the plan shape it ran (stripes by share when it ran several), and a legend that
     draws each shape as a tree of its nodes."""
-    shapes = _shape_order(grid)
+    totals = _shape_totals(grid)
+    shapes = list(totals)
     cells = _cells(grid, shapes)
     targets = list(dict.fromkeys(target for target, _ in grid.rows))
-    label_w = min(260.0, max(len(t) for t in targets) * SANS_CHAR_WIDTH + 20) if targets else 40.0
+    label_chars = min(max((len(t) for t in targets), default=4), LABEL_CHARS)
+    label_w = label_chars * SANS_CHAR_WIDTH + 20
     widest_tick = max((len(_tick(c)) for c in grid.columns), default=1) * CHAR_WIDTH + 8
     cell_w = min(140.0, max(30.0, min(64.0, 760 / max(len(grid.columns), 1)), widest_tick))
     parts = []
@@ -139,10 +142,10 @@ def diagram_svg(grid: CensusGrid, chart_id: str) -> str:
         top = 8 + row * CELL_H
         parts.append(
             f'<text x="{label_w - 8:.1f}" y="{top + CELL_H / 2 + 4:.1f}" text-anchor="end" '
-            f'font-size="12">{for_html(target)}</text>'
+            f'font-size="12"><title>{for_html(target)}</title>{for_html(_cut(target))}</text>'
         )
         for column, point in enumerate(grid.columns):
-            parts.append(_cell(cells.get((target, column), []), shapes, target, point,
+            parts.append(_cell(cells.get((target, column), []), target, point,
                                label_w + column * cell_w, top, cell_w))  # fmt: skip
     bottom = 8 + len(targets) * CELL_H
     grid_w = label_w + len(grid.columns) * cell_w
@@ -158,7 +161,7 @@ def diagram_svg(grid: CensusGrid, chart_id: str) -> str:
             f'text-anchor="middle" font-size="12" fill="#666">{for_html(grid.param)}</text>'
         )
         bottom += 32
-    legend, width, height = _legend(shapes, grid, max(grid_w, 900.0), bottom + 20)
+    legend, width, height = _legend(totals, max(grid_w, 900.0), bottom + 20)
     width = max(width, grid_w)
     return (
         f'<svg class="chart" data-kind="plan-diagram" role="img" data-chart="{chart_id}" '
@@ -169,9 +172,12 @@ def diagram_svg(grid: CensusGrid, chart_id: str) -> str:
     )
 
 
+def _cut(text: str) -> str:
+    return text if len(text) <= LABEL_CHARS else text[: LABEL_CHARS - 1] + "…"
+
+
 def _cell(
     found: list[tuple[int, int]],
-    shapes: list[str],
     target: str,
     point: str,
     x: float,
@@ -205,15 +211,10 @@ def _cell(
     )
 
 
-def _legend(
-    shapes: list[str], grid: CensusGrid, budget: float, top: float
-) -> tuple[str, float, float]:
+def _legend(totals: dict[str, int], budget: float, top: float) -> tuple[str, float, float]:
     """Each shape's swatch, letter, executions and tree, laid out left to right, wrapping."""
-    totals = {s: 0 for s in shapes}
-    for (_, signature), counts in zip(grid.rows, grid.counts, strict=True):
-        totals[signature] += sum(counts)
     parts, x, y, row_h, width = [], 0.0, top, 0.0, 0.0
-    for index, signature in enumerate(shapes):
+    for index, signature in enumerate(totals):
         tree = parse_signature(signature)
         tree_w, tree_h = tree_size(tree)
         entry_w = max(tree_w, 150.0)
