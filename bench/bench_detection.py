@@ -317,6 +317,7 @@ def main() -> None:
     parser.add_argument("--aa", type=int, default=27, help="A/A queries per run")
     parser.add_argument("--burners", type=int, default=2, help="CPU busy loops beside the bench")
     parser.add_argument("--calibration-samples", type=int, default=10)
+    parser.add_argument("--save", type=Path, help="write every run's (LEN, a ms, b ms) here")
     args = parser.parse_args()
     sizes = [int(s) for s in args.samples.split(",")]
     slowdowns = [float(s) for s in args.slowdowns.split(",")]
@@ -331,6 +332,7 @@ def main() -> None:
     alarms: list[str] = []
     realized: dict[tuple[str, int], list[float]] = defaultdict(list)
     plans: set[str] = set()
+    saved: list[dict[str, object]] = []
     with tempfile.TemporaryDirectory() as tmp, burners(args.burners):
         os.chmod(tmp, 0o755)
         log(f"{args.burners} CPU burners started; starting PostgreSQL 15")
@@ -370,7 +372,9 @@ def main() -> None:
                     detected[(group, n, "unpaired")] += other[name] is Verdict.REGRESSED
                     detected[(group, n, "alone")] += single[name] is Verdict.REGRESSED
                 ratios: dict[str, list[float]] = defaultdict(list)
-                for name, rows in bench.samples(run_id).items():
+                measured = bench.samples(run_id)
+                saved.append({"n": n, "run": r, "load": os.getloadavg()[0], "queries": measured})
+                for name, rows in measured.items():
                     if not name.startswith("aa_"):
                         ratios[name.rsplit("_", 1)[0]].extend(b / a for _, a, b in rows if a > 0)
                 for g, values in ratios.items():
@@ -383,6 +387,8 @@ def main() -> None:
                     f"extra-row cost {cost:.2f}"
                 )
     load_after = os.getloadavg()
+    if args.save:
+        args.save.write_text(json.dumps(saved))
     loads = bench.loads or [float("nan")]
     minutes = (time.perf_counter() - started) / 60
     n_aa = sum(aa_total.values())
@@ -405,8 +411,8 @@ def main() -> None:
     print()
     print("Detection rate (verdict `regressed`) per query comparison")
     print(
-        "  paired   = compare_sides (median of per-sample ratios, pair bootstrap, trimmed-mean t; "
-        f"BH across the {queries_per_run} queries of the run)"
+        "  paired   = compare_sides (biweight location of the per-sample log ratios, its "
+        f"biweight t test and CI; BH across the {queries_per_run} queries of the run)"
     )
     print(
         "  unpaired = stats.compare_timings_batch on the same durations (ratio of medians, "

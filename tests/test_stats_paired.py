@@ -1,5 +1,5 @@
-"""Paired statistics: A/A and known-effect distributions, pairing order, the bootstrap's
-shortcut against the direct computation, false discovery control and noise floors."""
+"""Paired statistics: A/A and known-effect distributions, pairing order, the biweight t
+against its textbook form, interval and test agreeing, false discovery control, noise floors."""
 
 from __future__ import annotations
 
@@ -8,10 +8,9 @@ import pytest
 
 from detector.engine import stats
 from detector.engine.stats_paired import (
-    _plan,
+    biweight_t,
     compare_paired,
     compare_paired_batch,
-    paired_log_ratios,
 )
 from detector.model import Verdict
 
@@ -58,9 +57,13 @@ def test_the_order_of_pairs_does_not_matter_and_swapping_sides_inverts() -> None
     order = rng.permutation(15)
     a = compare_paired(base, cand)
     b = compare_paired([base[i] for i in order], [cand[i] for i in order])
-    assert (a.ratio, a.ci_low, a.ci_high, a.p_value) == (b.ratio, b.ci_low, b.ci_high, b.p_value)
+    assert (a.ratio, a.ci_low, a.ci_high, a.p_value) == pytest.approx(
+        (b.ratio, b.ci_low, b.ci_high, b.p_value), rel=1e-12
+    )
     flipped = compare_paired(cand, base)
     assert flipped.ratio == pytest.approx(1 / a.ratio)  # type: ignore[operator]
+    assert flipped.ci_low == pytest.approx(1 / a.ci_high)  # type: ignore[operator]
+    assert flipped.p_value == pytest.approx(a.p_value, rel=1e-9)
     assert flipped.verdict is Verdict.IMPROVED and a.verdict is Verdict.REGRESSED
 
 
@@ -70,17 +73,56 @@ def test_the_batch_equals_one_by_one() -> None:
     assert compare_paired_batch(pairs) == [compare_paired(b, c) for b, c in pairs]
 
 
+def textbook_biweight(x: np.ndarray) -> tuple[float, float]:
+    """Mosteller and Tukey's biweight location (c = 6) and its standard error from the
+    biweight midvariance (c = 9), both around the MAD, written pair by pair."""
+    median = float(np.median(x))
+    mad = float(np.median(np.abs(x - median)))
+    t = median
+    for _ in range(10):
+        u = (x - t) / (6 * mad)
+        w = np.where(np.abs(u) < 1, (1 - u**2) ** 2, 0.0)
+        t += float(np.sum((x - t) * w) / np.sum(w))
+    u = (x - t) / (9 * mad)
+    inside = np.abs(u) < 1
+    variance = (
+        x.size
+        * np.sum(((x - t) ** 2 * (1 - u**2) ** 4)[inside])
+        / np.sum(((1 - u**2) * (1 - 5 * u**2))[inside]) ** 2
+    )
+    return t, float(np.sqrt(variance / x.size))
+
+
 @pytest.mark.parametrize("n", [5, 10, 11, 30])
-def test_the_bootstrap_shortcut_equals_resampling_directly(n: int) -> None:
-    rng = np.random.default_rng(n)
-    base, cand = varied(rng, n, 1.1)
-    logs = np.sort(paired_log_ratios(base, cand))
-    idx = np.random.default_rng(0).integers(0, n, (2000, n))
-    direct = np.exp(np.quantile(np.median(logs[idx], axis=1), [0.025, 0.975]))
-    result = compare_paired(base, cand)
-    assert (result.ci_low, result.ci_high) == pytest.approx(tuple(direct), rel=1e-12)
-    combos, weights = _plan(n, 2000, 0)
-    assert weights.sum() == 2000 and len(combos) < 2000
+def test_the_biweight_matches_its_textbook_form(n: int) -> None:
+    rows = np.random.default_rng(n).standard_t(2, (40, n)) * 0.1
+    location, se, df = biweight_t(rows)
+    expected = [textbook_biweight(row) for row in rows]
+    assert location == pytest.approx([e[0] for e in expected], rel=1e-9, abs=1e-12)
+    assert se == pytest.approx([e[1] for e in expected], rel=1e-9)
+    assert df == (n - 1) / 2
+
+
+def test_the_interval_and_the_test_always_agree() -> None:
+    rng = np.random.default_rng(8)
+    pairs = [preempted(rng, n, e) for n in (5, 8, 12, 20) for e in (1.0, 1.05, 1.1) * 100]
+    for r in compare_paired_batch(pairs, min_effect=0.0):
+        assert r.ci_low is not None and r.ci_high is not None and r.p_value is not None
+        assert r.ci_low <= r.ratio <= r.ci_high  # type: ignore[operator]
+        if abs(r.p_value - 0.05) > 1e-9:
+            assert (r.ci_low > 1 or r.ci_high < 1) == (r.p_value < 0.05)
+        assert r.reason != "" and "disagree" not in r.reason
+
+
+def test_timings_at_the_clock_resolution_neither_crash_nor_invent_an_effect() -> None:
+    same = compare_paired([0.012] * 10, [0.012] * 10)
+    assert same.verdict is Verdict.UNCHANGED and same.p_value == 1.0
+    assert (same.ratio, same.ci_low, same.ci_high) == (1.0, 1.0, 1.0)
+    mostly = compare_paired([0.012] * 10, [0.012] * 7 + [0.013, 0.011, 0.014])
+    assert mostly.verdict is Verdict.UNCHANGED and mostly.ratio == pytest.approx(1.0, abs=0.01)
+    constant = compare_paired([1.0] * 10, [1.5] * 10)
+    assert constant.verdict is Verdict.REGRESSED and constant.p_value == 0.0
+    assert constant.ratio == pytest.approx(1.5)
 
 
 def test_false_discovery_control_across_many_queries() -> None:
@@ -136,24 +178,6 @@ def preempted(rng: np.random.Generator, n: int, effect: float) -> tuple[list[flo
     return base.tolist(), cand.tolist()
 
 
-def test_the_trimmed_test_matches_its_textbook_form() -> None:
-    from scipy.stats import mstats, trim_mean
-    from scipy.stats import t as student
-
-    from detector.engine.stats_paired import trimmed_t_p
-
-    rng = np.random.default_rng(4)
-    rows = np.sort(rng.normal(0.05, 0.2, (50, 11)), axis=1)
-    expected = []
-    for row in rows:
-        g, kept = 2, 11 - 4
-        winsorized = np.asarray(mstats.winsorize(row, limits=(0.2, 0.2)))
-        se = np.sqrt(winsorized.var(ddof=1) * 10 / (kept * (kept - 1)))
-        expected.append(2 * student.sf(abs(trim_mean(row, 0.2)) / se, kept - 1))
-        assert g == int(0.2 * 11)
-    assert trimmed_t_p(rows) == pytest.approx(expected, rel=1e-9)
-
-
 def test_one_descheduled_execution_does_not_veto_a_clear_effect() -> None:
     ratios = [1.34, 1.39, 1.29, 1.24, 1.26, 1.16, 0.51, 1.36, 1.35, 1.29]
     result = compare_paired([1.0] * 10, ratios)
@@ -161,14 +185,31 @@ def test_one_descheduled_execution_does_not_veto_a_clear_effect() -> None:
     assert result.p_value is not None and result.p_value < 0.001
 
 
+@pytest.mark.parametrize(
+    "ratios",
+    [  # measured under two CPU burners (bench/bench_detection.py), a 1.3x slowdown, 10 pairs
+        [0.50, 0.60, 1.18, 1.27, 1.28, 1.31, 1.33, 1.34, 1.35, 1.47],
+        [1.11, 1.21, 1.27, 1.31, 1.33, 1.38, 1.40, 2.63, 2.81, 3.23],
+        [0.29, 0.66, 1.18, 1.21, 1.28, 1.29, 1.30, 1.33, 1.35, 1.40],
+    ],
+)
+def test_three_descheduled_pairs_do_not_hide_a_slowdown(ratios: list[float]) -> None:
+    result = compare_paired([1.0] * 10, ratios)
+    assert result.verdict is Verdict.REGRESSED, result.describe()
+    assert result.ci_low is not None and result.ci_low > 1.15 and result.ratio is not None
+    assert 1.2 < result.ratio < 1.4
+
+
 @pytest.mark.parametrize("n", [5, 10, 20])
-def test_under_a_a_the_test_keeps_its_level_on_a_loaded_machine(n: int) -> None:
+@pytest.mark.parametrize("load", ["steady", "descheduling"])
+def test_under_a_a_the_test_keeps_its_level(n: int, load: str) -> None:
     rng = np.random.default_rng(n + 100)
-    pairs = [preempted(rng, n, 1.0) for _ in range(3000)]
+    make = preempted if load == "descheduling" else varied
+    pairs = [make(rng, n, 1.0) for _ in range(3000)]
     p = np.array([r.p_value for r in compare_paired_batch(pairs, min_effect=0.0)], np.float64)
-    assert (p < 0.05).mean() < 0.065
+    assert 0.03 < (p < 0.05).mean() < 0.08
     flagged = compare_paired_batch(pairs)  # with the 10% minimum effect
-    assert sum(r.verdict in (Verdict.REGRESSED, Verdict.IMPROVED) for r in flagged) <= 3
+    assert sum(r.verdict in (Verdict.REGRESSED, Verdict.IMPROVED) for r in flagged) <= 15
 
 
 def test_a_lone_regression_survives_false_discovery_control_on_a_loaded_machine() -> None:

@@ -50,10 +50,12 @@ _DEFAULTS = CompareOptions()
 HOW_IT_DECIDES = f"""\
 - **Timing verdict** per query, from every sample of each side:
   - *Interleaved sides* (one `planshift run`: sample *i* ran back to back on every side, with
-    the same parameters) are compared pair by pair: the effect is the median of the per-sample
-    ratios candidate/baseline (taken on the log scale), its 95% confidence interval a bootstrap
-    that resamples pairs, and a test of the 20%-trimmed mean of the log ratios (Yuen's paired
-    t-test, robust to the one descheduled execution in ten of a loaded machine) must agree.
+    the same parameters) are compared pair by pair, on the logs of the per-sample ratios
+    candidate/baseline: the effect is their biweight location, a weighted mean in which a pair
+    counts less the farther it lies from the bulk and not at all beyond 6 median absolute
+    deviations (the one descheduled execution in ten of a loaded machine), and one t statistic
+    (the location over its biweight standard error, with (n - 1) / 2 degrees of freedom) gives
+    both its 95% confidence interval and the test, so the two always agree.
   - *Other sides* (two runs, `NAME@RUN`, time windows of a log) are two independent samples: the
     effect is the ratio of medians, with a bootstrap 95% confidence interval and a Mann-Whitney U
     test. Reports say the sides were not interleaved: drift between them can pass for a change.

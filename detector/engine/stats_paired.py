@@ -4,30 +4,31 @@ The runner executes sample i of a query on every side back to back, with the sam
 values. Two executions of the same sample share what the parameters decide (how many rows a
 range covers) and what the machine was doing at that moment (load, cache, a checkpoint), so
 the per-sample ratio candidate_i / baseline_i cancels both; comparing the two sides as
-independent samples would leave both in the noise. Per query:
+independent samples would leave both in the noise. Per query, on the log ratios:
 
-* the effect is the median of the per-sample ratios, taken on the log scale (so 2x slower and
-  2x faster weigh alike; with an even count it is the geometric mean of the middle two);
-* its uncertainty is a percentile bootstrap CI that resamples pairs, never splitting one;
-* a test of the 20%-trimmed mean of the log ratios (Yuen's paired t-test) must agree with the
-  CI. Why not the Wilcoxon signed-rank test: on a loaded machine one execution in ten is
-  descheduled and takes 2-5x longer, and that one pair gets the largest rank of all and vetoes
-  a clear effect (ratios 1.34 1.39 1.29 1.24 1.26 1.16 0.51 1.36 1.35 1.29: p = 0.08); and its
-  smallest possible p-value at 10 pairs, 0.002, cannot pass false discovery control across
-  more than 25 queries. Trimming the two most extreme pairs at each end keeps the test to the
-  bulk of the pairs; under A/A the two sides are exchangeable, so the log ratios are symmetric
-  about zero and the t approximation holds (bench/bench_detection.py measures both);
+* the effect is their biweight location (Tukey's biweight, reweighted from the median): a
+  weighted mean in which a pair counts less the farther it lies from the bulk, and not at all
+  beyond 6 MADs (median absolute deviations). Under two CPU burners about one pair in ten has
+  an execution descheduled, 2-5x slower (bench/bench_detection.py), and now and then three of
+  ten pairs do, on one side: the 20%-trimmed mean (two pairs cut at each end) still averages
+  the third, and the percentile bootstrap of a median of 10 pairs spans whichever outliers its
+  resamples draw twice: at 10 pairs they missed 9% and 19% of 1.3x slowdowns, this 3%;
+* one t statistic gives both the test and the 95% CI: the location over its standard error
+  (from the biweight midvariance, Mosteller and Tukey's robust variance, which gives no weight
+  to pairs beyond 9 MADs), with (n - 1) / 2 degrees of freedom. With n - 1 of them, 8-15% of
+  simulated A/A comparisons at 5-10 pairs fall below p = 0.05; with (n - 1) / 2, 5-8%, clean
+  or with one execution in eight descheduled (tests/test_stats_paired.py checks it). So the
+  interval and the test always agree: the CI excludes 1.0 exactly when p < 0.05;
 * the minimum effect, the A/A noise floor and the equivalence margin apply as to unpaired
   samples (`detector.engine.stats.decide`).
 
-The bootstrap needs no per-resample sorting: a resample's median is the mean of two order
-statistics of the sorted log ratios, at positions that depend only on the resample plan
-(`_plan`), so each query reads its CI bounds off a few dozen weighted candidates.
+Under A/A the two executions of a pair are exchangeable, so the log ratios are symmetric
+about zero and every step above is sign-symmetric: swapping the sides inverts the effect and
+its CI and keeps the p-value; the order of the pairs never matters.
 """
 
 from __future__ import annotations
 
-import functools
 import math
 from collections import defaultdict
 from collections.abc import Sequence
@@ -40,16 +41,17 @@ from detector.engine.stats import (
     FLOOR_MS,
     Bools,
     Floats,
-    Ints,
     Options,
     decide,
-    lerp,
     unchanged_reason,
 )
 from detector.model.bulk import builder
 from detector.model.comparison import TimingComparison, Verdict
 
 _CHUNK_VALUES = 200_000  # log ratios per batch chunk
+LOCATION_C = 6.0  # a pair farther than this many MADs from the location gets no weight
+SCALE_C = 9.0  # the same, for the standard error (biweight midvariance)
+_STEPS = 10  # reweighting steps of the location, from the median
 _new = builder(TimingComparison)
 
 
@@ -69,8 +71,6 @@ def compare_paired(
     alpha: float = 0.05,
     min_samples: int = 5,
     noise_floor: float | None = None,
-    resamples: int = 2000,
-    seed: int = 0,
 ) -> TimingComparison:
     """Verdict for one query from samples aligned by sample index (baseline[i] ~ candidate[i])."""
     return compare_paired_batch(
@@ -79,8 +79,6 @@ def compare_paired(
         alpha=alpha,
         min_samples=min_samples,
         noise_floor=[noise_floor],
-        resamples=resamples,
-        seed=seed,
     )[0]
 
 
@@ -91,11 +89,9 @@ def compare_paired_batch(
     alpha: float = 0.05,
     min_samples: int = 5,
     noise_floor: Sequence[float | None] | None = None,
-    resamples: int = 2000,
-    seed: int = 0,
 ) -> list[TimingComparison]:
     """`compare_paired` for many queries at once, in input order."""
-    opts = Options(min_effect, alpha, min_samples, resamples, seed)
+    opts = Options(min_effect, alpha, min_samples, 1, 0)
     floors = _floors(noise_floor, len(pairs))
     by_size: defaultdict[int, list[int]] = defaultdict(list)
     logs: list[Floats] = []
@@ -120,12 +116,10 @@ def compare_paired_rows(
     alpha: float = 0.05,
     min_samples: int = 5,
     noise_floor: Sequence[float | None] | None = None,
-    resamples: int = 2000,
-    seed: int = 0,
 ) -> list[TimingComparison]:
     """`compare_paired_batch` for queries with the same number of pairs, as two
     (queries, pairs) arrays aligned by sample: row i is query i."""
-    opts = Options(min_effect, alpha, min_samples, resamples, seed)
+    opts = Options(min_effect, alpha, min_samples, 1, 0)
     if baseline.shape != candidate.shape or baseline.ndim != 2 or baseline.shape[1] == 0:
         raise ValueError("paired rows: two (queries, pairs) arrays of one shape, pairs > 0")
     floors = _floors(noise_floor, len(baseline))
@@ -144,43 +138,56 @@ def _floors(noise_floor: Sequence[float | None] | None, count: int) -> list[floa
     return floors
 
 
+def biweight_t(rows: Floats) -> tuple[Floats, Floats, float]:
+    """Per row: (biweight location, its standard error, degrees of freedom of its t)."""
+    n = rows.shape[1]
+    median = np.median(rows, axis=1)
+    deviation = np.abs(rows - median[:, None])
+    mad = np.median(deviation, axis=1)
+    # more than half the ratios equal (timings at the clock's resolution): their mean
+    # absolute deviation scales the rest; all equal: no spread at all
+    scale = np.where(mad > 0, mad, deviation.mean(axis=1))
+    scale = np.where(scale > 0, scale, 1.0)[:, None]
+    location = median
+    for _ in range(_STEPS):
+        off = rows - location[:, None]
+        u2 = np.minimum((off / (LOCATION_C * scale)) ** 2, 1.0)
+        w = (1 - u2) ** 2
+        location = location + (off * w).sum(axis=1) / w.sum(axis=1)
+    off = rows - location[:, None]
+    u2 = np.minimum((off / (SCALE_C * scale)) ** 2, 1.0)
+    spread = (off**2 * (1 - u2) ** 4).sum(axis=1)
+    weight = ((1 - u2) * (1 - 5 * u2)).sum(axis=1)
+    se = np.sqrt(spread) / np.maximum(np.abs(weight), 1e-300)
+    return location, se, (n - 1) / 2
+
+
+def _test(rows: Floats) -> tuple[Floats, Floats, Floats, Floats]:
+    """(effect, CI low, CI high, two-sided p) per row, from the one biweight t statistic."""
+    location, se, df = biweight_t(rows)
+    spread = se > 0
+    t = np.abs(location) / np.where(spread, se, 1.0)
+    p = np.where(spread, 2 * sps.t.sf(t, df), np.where(location == 0, 1.0, 0.0))
+    half = float(sps.t.ppf(1 - (1 - CONFIDENCE) / 2, df)) * se
+    return np.exp(location), np.exp(location - half), np.exp(location + half), p
+
+
 def _decide_rows(rows: Floats, floors: list[float | None], opts: Options) -> list[TimingComparison]:
     count, n = rows.shape
     finite: list[bool] = np.asarray(np.isfinite(rows).all(axis=1), np.bool_).tolist()
-    ordered = np.sort(np.where(np.isfinite(rows), rows, 0.0), axis=1)
-    effects = np.exp((ordered[:, (n - 1) // 2] + ordered[:, n // 2]) / 2)
-    effect: list[float] = effects.tolist()
-    if n >= opts.min_samples:
-        lows, highs = _bootstrap(ordered, opts)
-        ps = trimmed_t_p(ordered)
-        low, high, p = lows.tolist(), highs.tolist(), ps.tolist()
-        unchanged = unchanged_reason(opts.min_effect)
-        plain = _plainly_unchanged(effects, lows, highs, ps, floors, opts).tolist()
+    if n < opts.min_samples or not all(finite):
+        return [
+            _too_few(rows[i], floors[i], opts)
+            if not finite[i] or n < opts.min_samples
+            else _decide_rows(rows[i : i + 1], floors[i : i + 1], opts)[0]
+            for i in range(count)
+        ]
+    effects, lows, highs, ps = _test(rows)
+    plain = _plainly_unchanged(effects, lows, highs, ps, floors, opts).tolist()
+    unchanged = unchanged_reason(opts.min_effect)
+    effect, low, high, p = effects.tolist(), lows.tolist(), highs.tolist(), ps.tolist()
     out = []
     for i in range(count):
-        if not finite[i] or n < opts.min_samples:
-            reason = (
-                "non-finite timing values"
-                if not finite[i]
-                else (f"too few pairs: {n} < {opts.min_samples}")
-            )
-            ratio = effect[i] if finite[i] else None
-            out.append(
-                _new(
-                    Verdict.INCONCLUSIVE,
-                    ratio,
-                    None,
-                    None,
-                    None,
-                    opts.min_effect,
-                    floors[i],
-                    reason,
-                    True,
-                    None,
-                    None,
-                )
-            )
-            continue
         if plain[i]:
             verdict, reason, decide_at = Verdict.UNCHANGED, unchanged, None
         else:
@@ -204,6 +211,26 @@ def _decide_rows(rows: Floats, floors: list[float | None], opts: Options) -> lis
     return out
 
 
+def _too_few(row: Floats, floor: float | None, opts: Options) -> TimingComparison:
+    """Inconclusive without a test: fewer pairs than `min_samples`, or a non-finite timing."""
+    n, finite = row.size, bool(np.isfinite(row).all())
+    reason = f"too few pairs: {n} < {opts.min_samples}" if finite else "non-finite timing values"
+    ratio = float(np.exp(np.median(row))) if finite else None
+    return _new(
+        Verdict.INCONCLUSIVE,
+        ratio,
+        None,
+        None,
+        None,
+        opts.min_effect,
+        floor,
+        reason,
+        True,
+        None,
+        None,
+    )
+
+
 def _plainly_unchanged(
     effect: Floats,
     low: Floats,
@@ -221,56 +248,6 @@ def _plainly_unchanged(
     inside = (low >= 1 / (1 + margin)) & (high <= 1 + margin)
     no_floor = np.fromiter((f is None for f in floors), np.bool_, len(floors))
     return np.asarray(inside & ~(significant & (magnitude >= margin)) & no_floor, np.bool_)
-
-
-@functools.lru_cache(maxsize=64)
-def _plan(n: int, resamples: int, seed: int) -> tuple[Ints, Ints]:
-    """The distinct (lower, upper) middle positions of the sorted resamples, and how many
-    resamples have each: a resample's median is the mean of the values at those positions."""
-    idx = np.random.default_rng(seed).integers(0, n, (resamples, n))
-    idx.sort(axis=1)
-    middle = np.stack((idx[:, (n - 1) // 2], idx[:, n // 2]), axis=1)
-    combos, weights = np.unique(middle, axis=0, return_counts=True)
-    return combos.astype(np.int64), weights.astype(np.int64)
-
-
-def _bootstrap(ordered: Floats, opts: Options) -> tuple[Floats, Floats]:
-    """Percentile CI of the median log ratio per row (exp'd), as np.quantile over resamples."""
-    combos, weights = _plan(ordered.shape[1], opts.resamples, opts.seed)
-    medians = (ordered[:, combos[:, 0]] + ordered[:, combos[:, 1]]) / 2
-    order = np.argsort(medians, axis=1, kind="stable")
-    ranked = np.take_along_axis(medians, order, axis=1)
-    covered = np.cumsum(weights[order], axis=1)
-    rows = np.arange(len(ordered))
-    bounds = []
-    for q in ((1 - CONFIDENCE) / 2, 1 - (1 - CONFIDENCE) / 2):
-        position = q * (opts.resamples - 1)
-        k = math.floor(position)
-        at, after = (
-            ranked[rows, (covered > r).argmax(axis=1)] for r in (k, min(k + 1, opts.resamples - 1))
-        )
-        bounds.append(np.exp(lerp(at, after, position - k)))
-    return bounds[0], bounds[1]
-
-
-TRIM = 0.2  # share of pairs trimmed at each end by the paired test
-
-
-def trimmed_t_p(ordered: Floats) -> Floats:
-    """Two-sided p-value of Yuen's test that the 20%-trimmed mean of each row is zero, from
-    row-sorted log ratios: trimmed mean / its winsorized standard error, t with h - 1 degrees
-    of freedom (h: the pairs kept). Rows with no spread: 1 at zero, else 0."""
-    n = ordered.shape[1]
-    g = math.floor(TRIM * n)
-    kept = n - 2 * g
-    mean = ordered[:, g : n - g].mean(axis=1)
-    winsorized = np.clip(ordered, ordered[:, [g]], ordered[:, [n - g - 1]])
-    spread = winsorized.var(axis=1, ddof=1) * (n - 1) / (kept * (kept - 1))
-    p = np.where(mean == 0, 1.0, 0.0)
-    some = spread > 0
-    t = np.abs(mean[some]) / np.sqrt(spread[some])
-    p[some] = 2 * sps.t.sf(t, kept - 1)
-    return np.asarray(p, np.float64)
 
 
 def samples_to_decide(
