@@ -89,11 +89,17 @@ def capture(
         )
     if report.logged is not None:
         logged = report.logged
+        counts = [
+            (logged.unbound, "without parameter values (auto_explain before 16 logs no bound "
+             "parameters)"),
+            (logged.unaligned, "whose values could not be read"),
+            (logged.with_null, "with a NULL parameter (a TOML file holds no NULL)"),
+            (logged.problems, "broken"),
+        ]  # fmt: skip
+        said = "".join(f", {count} {what}" for count, what in counts if count)
         say(
             f"logs: {logged.entries} auto_explain entries, {logged.matched} of captured "
-            f"statements, {logged.unbound} without parameter values (auto_explain before 16 "
-            f"does not log bound parameters), {logged.unaligned} whose values could not be read, "
-            f"{logged.with_null} with a NULL parameter, {logged.problems} broken"
+            f"statements{said}"
         )
     if report.skipped:
         say(f"not captured ({len(report.skipped)} of the top {options.top}):")
@@ -118,5 +124,7 @@ def capture(
             f"ignored {len(report.utility)} utility and catalog statements ({', '.join(kinds[:8])})"
         )
     say("files: " + ", ".join(str(p) for p in report.files))
-    where = "-t pg15 -t pg17" if options.data else "--dsn old=DSN --dsn new=DSN"
+    major = source.server_version_num // 10000
+    versions = f"-t pg{major} -t pg18" if major < 18 else f"-t pg{major}"
+    where = versions if options.data else "--dsn old=DSN --dsn new=DSN"
     say(f"replay: planshift run {report.workload} {where}")

@@ -200,7 +200,7 @@ def _header(report: CaptureReport, options: CaptureOptions) -> list[str]:
     ]
     if options.data:
         lines.append(
-            "embedded clusters load dump.sql; replay: planshift run workload.toml -t pg15 -t pg17"
+            "embedded clusters load dump.sql; replay: planshift run workload.toml -t pg15 -t pg18"
         )
     else:
         lines.append(
