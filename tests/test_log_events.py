@@ -218,3 +218,50 @@ def test_a_change_of_the_plans_settings_alone_is_named(tmp_path: Path) -> None:
     ((cause,),) = timeline.causes
     assert cause.kind == "plan-settings" and cause.at == timeline.segments[1].start
     assert cause.text == "plan Settings: random_page_cost default -> 60"
+
+
+def test_compare_of_two_windows_names_the_settings_and_events_between(tmp_path: Path) -> None:
+    """Before and after the reload: the windows' logged Settings differ (random_page_cost
+    default -> 60), the events between them are listed with file:line (terminal and JSON), and
+    a window side is its own type, never a target of the store."""
+    import jsonschema
+
+    from detector.engine.compare import compare_sides, resolve_side
+    from detector.engine.windows import WindowSide
+
+    store = tmp_path / "s.duckdb"
+    ingest(store, EVENTS / "pg.log")
+    with Store(store, read_only=True) as db:
+        (change,) = [e for e in db.log_events() if e.kind == "setting"]
+        rows = db.log_observations()
+        flip_at = next(r.row.collected_at for r in rows if "random_page_cost" in (r.settings or ""))
+        assert change.logged_at is not None and change.logged_at < flip_at
+        split = flip_at.isoformat()
+        before, after = resolve_side(db, f"..{split}", None), resolve_side(db, f"{split}..", None)
+        assert isinstance(before, WindowSide) and isinstance(after, WindowSide)
+        assert (before.until, after.since) == (flip_at, flip_at)
+        assert before.target_id not in {t.target_id for t in db.targets()}
+        result = compare_sides(db, before, after)
+    assert result.settings_diff["random_page_cost"] == ("default", "60")
+    assert ("setting", "random_page_cost", "60") in {
+        (e.kind, e.subject, e.value) for e in result.events
+    }
+    runner = CliRunner()
+    args = ["compare", "--store", str(store), "-b", f"..{split}", "-c", f"{split}.."]
+    shown = runner.invoke(app, args)
+    assert shown.exit_code in (0, 1), shown.output
+    assert "settings that differ: random_page_cost default -> 60" in shown.output
+    assert "server events in and between the windows" in shown.output
+    line = setting_line(EVENTS / "pg.log")
+    assert f"setting     {SETTING_MESSAGE}  (pg.log:{line})" in shown.output
+    document = json.loads(runner.invoke(app, [*args, "--format", "json"]).output)
+    schema = Path(__file__).resolve().parents[1] / "detector/reports/schema/report-v1.schema.json"
+    jsonschema.Draft202012Validator(json.loads(schema.read_text())).validate(document)
+    (setting,) = [e for e in document["log_events"] if e["kind"] == "setting"]
+    assert (setting["subject"], setting["value"], setting["line"]) == (
+        "random_page_cost",
+        "60",
+        line,
+    )
+    mixed = runner.invoke(app, ["compare", "--store", str(store), "-b", f"..{split}", "-c", "log"])
+    assert mixed.exit_code == 2 and "hint:" in mixed.output

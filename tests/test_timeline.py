@@ -4,12 +4,14 @@ taken during the incident go through ingest, timeline and compare between time w
 
 from __future__ import annotations
 
+import json
 import sys
 from collections.abc import Iterator
 from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
 
+import jsonschema
 import pytest
 from rich.console import Console
 from typer.testing import CliRunner
@@ -176,3 +178,53 @@ def test_a_generic_plan_that_changes_is_a_flip(tmp_path: Path) -> None:
     assert timeline.flips[1] == (generic, timeline.segments[3])
     lines = timeline.transition_lines()
     assert lines[2][-1].startswith("  >> FLIP at ") and lines[3][-1].startswith("  >> FLIP at ")
+
+
+SCHEMAS = Path(__file__).resolve().parents[1] / "detector" / "reports" / "schema"
+
+
+def valid(kind: str, document: dict[str, object]) -> None:
+    schema = json.loads((SCHEMAS / f"{kind}-v1.schema.json").read_text())
+    jsonschema.Draft202012Validator(schema).validate(document)
+
+
+def test_top_queries_of_a_window_from_logs_and_pgss(
+    incident: tuple[Path, dict[str, datetime]],
+) -> None:
+    """The window the index was missing: the orders query on top by total time, its logged
+    executions and its pg_stat_statements calls both the phase's count."""
+    store, phases = incident
+    window = ["--since", phases["index dropped"].isoformat(),
+              "--until", phases["index back"].isoformat()]  # fmt: skip
+    runner = CliRunner()
+    shown = runner.invoke(app, ["timeline", "--store", str(store), "--top", "3", *window])
+    assert shown.exit_code == 0, shown.output
+    assert "from the logs" in shown.output and "from pg_stat_statements" in shown.output
+    result = runner.invoke(
+        app, ["timeline", "--store", str(store), "--top", "3", *window, "--format", "json"]
+    )
+    assert result.exit_code == 0, result.output
+    document = json.loads(result.output)
+    valid("timeline-top", document)
+    calls = dict(INCIDENT_PHASES)["index dropped"]
+    (first, *_) = document["logs"]
+    assert first["name"].startswith("SELECT sum(amount) FROM orders")
+    assert (first["calls"], first["plans"]) == (calls, 1)
+    assert first["total_ms"] == max(q["total_ms"] for q in document["logs"])
+    ours = [q for q in document["pg_stat_statements"] if q["query_key"] == first["query_key"]]
+    assert [(q["calls"], q["partial"]) for q in ours] == [(calls, False)]
+    by_calls = runner.invoke(
+        app, ["timeline", "--store", str(store), "--top", "5", "--by", "calls", "--format", "json"]
+    )
+    counts = [q["calls"] for q in json.loads(by_calls.output)["logs"]]
+    assert counts == sorted(counts, reverse=True)
+    assert counts[0] >= sum(n for _, n in INCIDENT_PHASES)
+    wrong = runner.invoke(app, ["timeline", "--store", str(store), "--top", "3", "--by", "x"])
+    assert wrong.exit_code == 2 and "hint:" in wrong.output
+
+
+def test_timeline_json_follows_its_schema(incident: tuple[Path, dict[str, datetime]]) -> None:
+    store, _ = incident
+    result = CliRunner().invoke(app, ["timeline", "--store", str(store), "--format", "json"])
+    assert result.exit_code == 0, result.output
+    valid("timeline", json.loads(result.output))

@@ -179,7 +179,7 @@ class LogIngest:
             if record is None:
                 file_id = self.store.add_log_file(
                     str(path),
-                    log_format=log_format,
+                    log_format=format_of(log_format).family,
                     compressed=compressed,
                     head_len=len(head),
                     head_sha256=hashlib.sha256(head).hexdigest(),
@@ -187,7 +187,9 @@ class LogIngest:
                 position = Position()
                 report = FileReport(str(path), log_format, compressed, None)
             else:
-                file_id, log_format = record.file_id, record.format
+                file_id = record.file_id
+                if format_of(log_format).family != record.format:  # as it was first read
+                    log_format = record.format
                 position = Position(
                     record.resume_offset,
                     record.resume_line,

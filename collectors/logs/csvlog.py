@@ -44,6 +44,7 @@ def split_message(message: str) -> tuple[str, str]:
 @dataclass(frozen=True)
 class CsvlogFormat:
     name: str = "csvlog"
+    family: str = "csvlog"
     boundary: re.Pattern[bytes] = BOUNDARY
 
     def recognizes(self, first_line: bytes) -> bool:

@@ -340,6 +340,12 @@ class LogFormat(Protocol):
         ...
 
     @property
+    def family(self) -> str:
+        """stderr, csvlog or jsonlog: how its entries are cut, as the store's log_files.format
+        records it (a managed service's variant is told again from the file's first line)."""
+        ...
+
+    @property
     def boundary(self) -> re.Pattern[bytes]:
         """An entry starts after each match (the parallel read cuts there too)."""
         ...

@@ -59,6 +59,7 @@ def int_field(value: object) -> int | None:
 @dataclass(frozen=True)
 class JsonlogFormat:
     name: str = "jsonlog"
+    family: str = "jsonlog"
     boundary: re.Pattern[bytes] = LINE
 
     def recognizes(self, first_line: bytes) -> bool:

@@ -1,9 +1,20 @@
 """The log formats planshift reads, by name: which one a file is written in, and its reader.
 
 Each format is a module that owns where its entries are cut and how its fields are read
-(`collectors.logs.formats.LogFormat`): `stderr` (any `log_line_prefix`), `csvlog`, `jsonlog`.
-Detection looks at a file's first non-empty line and asks the formats in order; stderr, the
-format of last resort, takes what no other format recognizes.
+(`collectors.logs.formats.LogFormat`):
+
+| name | module | what |
+|---|---|---|
+| stderr | stderr.py | log_destination = stderr, any `log_line_prefix` (given, or guessed) |
+| csvlog | csvlog.py | log_destination = csvlog |
+| jsonlog | jsonlog.py | log_destination = jsonlog (15+) |
+| rds | rds.py | Amazon RDS / Aurora: stderr with their fixed prefix `%t:%r:%u@%d:[%p]:` |
+| cnpg | envelopes.py | CloudNativePG: JSON lines with the csvlog record under `record` |
+| cloudsql | envelopes.py | Google Cloud SQL: Cloud Logging entries (`textPayload`, `jsonPayload`) |
+
+Detection looks at a file's first non-empty line and asks the formats in order (envelopes
+before plain jsonlog, RDS before stderr); stderr, the format of last resort, takes what no
+other format recognizes.
 """
 
 from __future__ import annotations
@@ -11,14 +22,16 @@ from __future__ import annotations
 from typing import BinaryIO
 
 from collectors.logs.csvlog import CsvlogFormat
+from collectors.logs.envelopes import CloudSqlFormat, CnpgFormat
 from collectors.logs.formats import BOM, LogFormat, LogReader, Position
 from collectors.logs.jsonlog import JsonlogFormat
 from collectors.logs.prefix import TimeParser
+from collectors.logs.rds import RdsFormat
 from collectors.logs.stderr import StderrFormat
 from detector.errors import PlanshiftError
 
-FORMATS = ("stderr", "csvlog", "jsonlog")
-DETECTION_ORDER = ("jsonlog", "csvlog", "stderr")
+FORMATS = ("stderr", "csvlog", "jsonlog", "rds", "cnpg", "cloudsql")
+DETECTION_ORDER = ("cnpg", "cloudsql", "jsonlog", "csvlog", "rds", "stderr")
 
 
 def format_of(name: str, log_line_prefix: str | None = None) -> LogFormat:
@@ -29,6 +42,12 @@ def format_of(name: str, log_line_prefix: str | None = None) -> LogFormat:
         return CsvlogFormat()
     if name == "jsonlog":
         return JsonlogFormat()
+    if name == "rds":
+        return RdsFormat(log_line_prefix)
+    if name == "cnpg":
+        return CnpgFormat()
+    if name == "cloudsql":
+        return CloudSqlFormat()
     raise PlanshiftError(f"unknown log format {name!r}", f"use one of {', '.join(FORMATS)}")
 
 

@@ -37,6 +37,7 @@ class StderrFormat:
 
     prefix: str | None = None
     name: str = "stderr"
+    family: str = "stderr"
     boundary: re.Pattern[bytes] = BOUNDARY
 
     def recognizes(self, first_line: bytes) -> bool:

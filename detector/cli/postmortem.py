@@ -34,7 +34,11 @@ AnonymizeOption = Annotated[
 
 def ingest(
     logs: Annotated[
-        list[Path], typer.Argument(help="Server log files (stderr, csvlog, jsonlog; plain or .gz).")
+        list[Path],
+        typer.Argument(
+            help="Server log files (stderr, csvlog, jsonlog; RDS, CloudNativePG, Cloud SQL; "
+            "plain or .gz)."
+        ),
     ],
     store: StoreOption = DEFAULT_STORE,
     source: Annotated[
@@ -47,7 +51,10 @@ def ingest(
         ),
     ] = None,
     log_format: Annotated[
-        str | None, typer.Option("--format", help="stderr, csvlog or jsonlog (default: detect).")
+        str | None,
+        typer.Option(
+            "--format", help="stderr, csvlog, jsonlog, rds, cnpg or cloudsql (default: detect)."
+        ),
     ] = None,
     log_timezone: Annotated[
         str | None, typer.Option(help="Zone for timestamps with abbreviations like CET.")
@@ -110,7 +117,9 @@ def snapshot(
 
     with user_errors():
         if lake is not None and name is None:
-            raise PlanshiftError("--lake needs --name", "the host's name in the lake, e.g. --name db1")
+            raise PlanshiftError(
+                "--lake needs --name", "the host's name in the lake, e.g. --name db1"
+            )
         take_snapshot(store_path=store, dsn=target, name=name, console=out, anonymize=anonymize)
         if lake is not None and name is not None:
             export_after_ingest(store, lake, name)
@@ -127,6 +136,17 @@ def timeline(
     until: Annotated[str | None, typer.Option(help="Until this time (excluded).")] = None,
     source: Annotated[str | None, typer.Option(help="Only this log source.")] = None,
     limit: Annotated[int, typer.Option(help="Show at most this many queries.")] = 20,
+    top: Annotated[
+        int | None,
+        typer.Option(
+            "--top",
+            min=1,
+            help="Instead: the N top queries of the window, from logs and pg_stat_statements.",
+        ),
+    ] = None,
+    order: Annotated[
+        str, typer.Option("--by", help="Order of --top: total (time), calls or mean.")
+    ] = "total",
     output_format: FormatOption = "terminal",
     lake: LakeOption = None,
 ) -> None:
@@ -135,11 +155,27 @@ def timeline(
 
     from rich.console import Console
 
-    from detector.jobs.ingest import show_timeline
+    from detector.jobs.ingest import show_timeline, show_top
     from detector.jobs.lake import store_or_lake
     from detector.reports.timeline_json import timeline_document
+    from detector.reports.timeline_top import top_document
 
     as_json = check_format(output_format)
+    console = Console(file=io.StringIO()) if as_json else out
+    if top is not None:
+        with user_errors(), store_or_lake(store, lake, source, since, until) as path:
+            found = show_top(
+                store_path=path,
+                since=since,
+                until=until,
+                source=source,
+                order=order,
+                limit=top,
+                console=console,
+            )
+        if as_json:
+            print_json(top_document(found))
+        return
     with user_errors(), store_or_lake(store, lake, source, since, until) as path:
         timelines = show_timeline(
             store_path=path,
@@ -148,7 +184,7 @@ def timeline(
             until=until,
             source=source,
             limit=limit,
-            console=Console(file=io.StringIO()) if as_json else out,
+            console=console,
         )
     if as_json:
         print_json(timeline_document(timelines[:limit]))

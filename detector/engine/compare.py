@@ -13,7 +13,7 @@ from detector.engine.approvals import approval_key
 from detector.engine.config import Suppression
 from detector.engine.pairing import SidePair, aligned_rows, pair_sides
 from detector.engine.pairing import aligned as aligned  # re-exported: bench/ imports it from here
-from detector.engine.windows import is_window, window_pairs, window_side
+from detector.engine.windows import WindowSide, is_window, window_events, window_pairs, window_side
 from detector.errors import PlanshiftError
 from detector.model import (
     ComparisonResult,
@@ -141,7 +141,7 @@ def paused_gc() -> Iterator[None]:
 def _compare(
     store: Store, baseline: TargetRecord, candidate: TargetRecord, options: CompareOptions
 ) -> ComparisonResult:
-    if is_window(baseline.name) or is_window(candidate.name):
+    if isinstance(baseline, WindowSide) or isinstance(candidate, WindowSide):
         pairs = window_pairs(store, baseline, candidate, options.query)
     else:
         pairs = pair_sides(store, baseline, candidate, query=options.query)
@@ -168,6 +168,7 @@ def _compare(
         noise_run=options.noise_run if isinstance(options.noise_run, int) else None,
         interleaved=interleaved,
         alpha=options.alpha,
+        events=window_events(store, baseline, candidate),
     )
 
 
@@ -250,8 +251,8 @@ def is_interleaved(baseline: TargetRecord, candidate: TargetRecord) -> bool:
         baseline.run_id == candidate.run_id
         and baseline.source in measured
         and candidate.source in measured
-        and not is_window(baseline.name)
-        and not is_window(candidate.name)
+        and not isinstance(baseline, WindowSide)
+        and not isinstance(candidate, WindowSide)
     )
 
 

@@ -33,7 +33,7 @@ def compare(
     base, cand = sides.baseline, sides.candidate
     if sides.note and notes is not None:
         notes(sides.note)
-    if base.target_id == cand.target_id:
+    if base == cand:  # the same target row, or the same time window
         raise PlanshiftError(
             f"baseline and candidate are the same target ({base.name})",
             "name two different targets or runs (NAME@RUN)",

@@ -113,7 +113,7 @@ def settings_cause(
 
 
 def settings_diff(old: str | None, new: str | None) -> str:
-    before, after = _pairs(old), _pairs(new)
+    before, after = settings_pairs(old), settings_pairs(new)
     changed = [
         f"{name} {before.get(name, 'default')} -> {after.get(name, 'default')}"
         for name in sorted(before.keys() | after.keys())
@@ -122,7 +122,8 @@ def settings_diff(old: str | None, new: str | None) -> str:
     return ", ".join(changed) or "changed"
 
 
-def _pairs(text: str | None) -> dict[str, str]:
+def settings_pairs(text: str | None) -> dict[str, str]:
+    """A plan's logged Settings (`name = 'value', ...`) as {name: value}."""
     return {name: value.replace("''", "'") for name, value in _PAIR.findall(text or "")}
 
 

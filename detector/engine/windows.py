@@ -1,17 +1,44 @@
-"""Time windows of ingested logs as compare sides: `before..14:05` against `14:05..after`."""
+"""Time windows of ingested logs as compare sides: `before..14:05` against `14:05..after`.
+
+A window is its own kind of side (`WindowSide`), resolved from its spec once
+(`[SOURCE@]SINCE..UNTIL`, either end may be empty); it has no row in `targets`. Its plans are
+the log observations of [since, until) (of one log source, or all). What it knows of the
+server comes from the log: the settings its plans logged (auto_explain.log_settings; the value
+most of its plans had) stand as its GUCs, so the comparison's "settings that differ" names
+them, and the server events in and between two windows come with the comparison.
+"""
 
 from __future__ import annotations
 
-import zlib
+from collections import Counter
 from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime
 
 from detector.engine.pairing import Plans, SidePair, make_side, sort_pairs
 from detector.engine.stats import timing_stats
+from detector.engine.timeline_causes import settings_pairs
 from detector.errors import PlanshiftError
 from detector.model import PlanVariant, Side
+from detector.model.log_rows import LogEventRow
 from detector.store import PlanGroup, QueryRecord, Store, TargetRecord
 
 GroupsBySide = dict[tuple[str, str | None], dict[int, list[PlanGroup]]]
+WINDOW_TARGET_ID = 0  # a window has no target row (target ids start at 1)
+_ROLES = (-1, -2)  # baseline, candidate: the keys window_pairs groups each window's plans under
+
+
+@dataclass(frozen=True)
+class WindowSide(TargetRecord):
+    """A time window of logged plans as a compare side (a run's side is a TargetRecord)."""
+
+    since: datetime | None = None
+    until: datetime | None = None
+    log_source: str | None = None  # the log target's name; None: every log
+
+    @property
+    def spec(self) -> str:
+        return self.name
 
 
 def is_window(spec: str) -> bool:
@@ -19,9 +46,9 @@ def is_window(spec: str) -> bool:
     return ".." in spec
 
 
-def window_side(store: Store, spec: str) -> TargetRecord:
-    """A made-up target for a time window of log observations: `13:00..14:05`,
-    `prod@2026-11-22T14:05..` (times UTC; a time of day is on the day of the latest log)."""
+def window_side(store: Store, spec: str) -> WindowSide:
+    """The window a spec names: `13:00..14:05`, `prod@2026-11-22T14:05..` (times UTC; a time of
+    day is on the day of the latest log)."""
     from detector.engine.timeline import parse_time
 
     source, _, window = spec.rpartition("@") if "@" in spec.split("..")[0] else ("", "", spec)
@@ -37,28 +64,61 @@ def window_side(store: Store, spec: str) -> TargetRecord:
     until = parse_time(until_text, reference) if until_text.strip() else None
     if since is not None and until is not None and since >= until:
         raise PlanshiftError(f"empty time window {spec!r}", "write SINCE..UNTIL, SINCE first")
+    rows = store.log_observations(since, until, None, source or None)
     info = {
         "window": [since.isoformat() if since else None, until.isoformat() if until else None],
         "source": source or None,
     }
-    side_id = -1 - zlib.crc32(spec.encode())
-    run_id = max(row.row.run_id for row in latest[-1:])
-    return TargetRecord(side_id, run_id, spec, "log", None, {}, info)
+    return WindowSide(
+        WINDOW_TARGET_ID, latest[-1].row.run_id, spec, "log", None,
+        logged_settings([row.settings for row in rows]), info, since, until, source or None,
+    )  # fmt: skip
+
+
+def logged_settings(settings: list[str | None]) -> dict[str, str]:
+    """Per setting, the value most of the plans logged (a plan that does not list a setting
+    had it at its default): the settings that differ from their defaults in most plans."""
+    if not settings:
+        return {}
+    counts: Counter[tuple[str, str]] = Counter()
+    for text in settings:
+        counts.update(settings_pairs(text).items())
+    values: dict[str, tuple[int, str]] = {}
+    for (name, value), count in counts.items():
+        if count * 2 > len(settings) and count > values.get(name, (0, ""))[0]:
+            values[name] = (count, value)
+    return {name: value for name, (_, value) in sorted(values.items())}
+
+
+def window_events(
+    store: Store, baseline: TargetRecord, candidate: TargetRecord
+) -> tuple[LogEventRow, ...]:
+    """Server events (settings, reloads, starts, autovacuum, DDL) from the start of the earlier
+    window to the end of the later one; () unless both sides are windows."""
+    if not (isinstance(baseline, WindowSide) and isinstance(candidate, WindowSide)):
+        return ()
+    starts = [baseline.since, candidate.since]
+    ends = [baseline.until, candidate.until]
+    since = None if None in starts else min(s for s in starts if s is not None)
+    until = None if None in ends else max(u for u in ends if u is not None)
+    return tuple(e for e in store.log_events(since, until) if e.logged_at is not None)
 
 
 def window_pairs(
     store: Store, baseline: TargetRecord, candidate: TargetRecord, query: str | None
 ) -> list[SidePair]:
     """pair_sides for time windows: the same pairing, from window-grouped log observations."""
-    from detector.engine.timeline import parse_time
-
+    if not (isinstance(baseline, WindowSide) and isinstance(candidate, WindowSide)):
+        raise PlanshiftError(
+            f"{baseline.name!r} vs {candidate.name!r}: a time window compares with a time window",
+            "give both sides as windows (SINCE..UNTIL), or both as targets of runs",
+        )
     groups: GroupsBySide = {}
-    for side in (baseline, candidate):
-        since, until = (parse_time(t) if t else None for t in side.info["window"])
-        for group in store.window_groups(since, until, side.info["source"], side.target_id):
+    for side, role in zip((baseline, candidate), _ROLES, strict=True):
+        for group in store.window_groups(side.since, side.until, side.log_source, role):
             by_side = groups.setdefault((group.query_key, group.point), {})
-            by_side.setdefault(side.target_id, []).append(group)
-    return build_pairs(store, baseline, candidate, groups, query)
+            by_side.setdefault(role, []).append(group)
+    return build_pairs(store, baseline, candidate, groups, query, _ROLES)
 
 
 def build_pairs(
@@ -67,8 +127,11 @@ def build_pairs(
     candidate: TargetRecord,
     groups: GroupsBySide,
     query: str | None,
+    side_ids: tuple[int, int] | None = None,
 ) -> list[SidePair]:
-    """SidePairs from plan groups keyed by (query, point) then side id."""
+    """SidePairs from plan groups keyed by (query, point) then side id (the targets' ids, or
+    `side_ids` for sides without a target row)."""
+    base_id, cand_id = side_ids or (baseline.target_id, candidate.target_id)
     queries: Mapping[str, QueryRecord] = store.queries()
     # log observations keep no per-target plan examples: each shape's first EXPLAIN is used
     plans = Plans(store, [])
@@ -76,7 +139,7 @@ def build_pairs(
     for (key, point), by_target in groups.items():
         record = queries.get(key)
         name = record.name if record else key
-        base, cand = by_target.get(baseline.target_id), by_target.get(candidate.target_id)
+        base, cand = by_target.get(base_id), by_target.get(cand_id)
         if (query and query != name) or not base or not cand:
             continue
         pairs.append(

@@ -19,10 +19,12 @@ from detector.engine.timeline import (
     parse_time,
     store_pgss_deltas,
 )
+from detector.engine.timeline_top import TopQueries, check_order, top_from_logs, top_from_pgss
 from detector.errors import PlanshiftError
 from detector.jobs.progress import progress_bar
 from detector.model.identity import text_query_key
 from detector.reports.timeline_terminal import render_timeline
+from detector.reports.timeline_top import top_lines
 from detector.store import Store
 from detector.version import __version__
 
@@ -80,7 +82,9 @@ def ingest_logs(
             ingest = LogIngest(store, target_id, options)
             for path in files:
                 size = None if path.suffix == ".gz" else path.stat().st_size
-                with progress_bar(progress_console, size, label=path.name, in_bytes=True) as advance:
+                with progress_bar(
+                    progress_console, size, label=path.name, in_bytes=True
+                ) as advance:
                     report = ingest.ingest(path, functools.partial(advance, path.name))
                 reports.append(report)
                 print_report(report, console)
@@ -203,6 +207,38 @@ def show_timeline(
     if len(timelines) > limit:
         console.print(f"... {len(timelines) - limit} more queries (--limit, --query)")
     return timelines
+
+
+def show_top(
+    *,
+    store_path: Path,
+    since: str | None,
+    until: str | None,
+    source: str | None,
+    order: str,
+    limit: int,
+    console: Console,
+) -> TopQueries:
+    """Print the window's top queries from the logs and from pg_stat_statements deltas."""
+    check_order(order)
+    if not store_path.exists():
+        raise PlanshiftError(f"store {store_path} does not exist", "run `planshift ingest` first")
+    with Store(store_path, read_only=True) as store:
+        reference = _latest_log_time(store)
+        start = parse_time(since, reference) if since else None
+        end = parse_time(until, reference) if until else None
+        rows = store.log_observations(start, end, None, source)
+        logs = top_from_logs(rows, dict(store.queries()), order, limit)
+        pgss = top_from_pgss(store_pgss_deltas(store, source), start, end, order, limit)
+    if not logs and not pgss:
+        raise PlanshiftError(
+            "no logged plans or pg_stat_statements deltas in that window",
+            "ingest logs with `planshift ingest`, take snapshots with `planshift snapshot`",
+        )
+    top = TopQueries(start, end, order, logs, pgss)
+    for line in top_lines(top):
+        console.print(line, markup=False, highlight=False, soft_wrap=True)
+    return top
 
 
 def _latest_log_time(store: Store) -> datetime | None:

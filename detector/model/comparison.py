@@ -10,6 +10,7 @@ from typing import Any, TypeVar, overload
 import numpy as np
 import numpy.typing as npt
 
+from detector.model.log_rows import LogEventRow
 from detector.model.plan import Plan
 
 
@@ -259,6 +260,9 @@ class ComparisonResult:
     # parameters, so timings are compared pair by pair; otherwise as two independent samples
     interleaved: bool = False
     alpha: float = 0.05  # significance level, and the false discovery rate across queries
+    # two time windows of a log: the server events (settings, reloads, starts, autovacuum,
+    # DDL) from the start of the earlier window to the end of the later one, by time
+    events: tuple[LogEventRow, ...] = ()
 
     def verdict_counts(self) -> dict[str, int]:
         counts = {v.value: 0 for v in Verdict}

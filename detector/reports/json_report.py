@@ -8,6 +8,7 @@ from typing import Any
 from detector.engine.census import comparison_switches
 from detector.model import ComparisonResult, PlanVariant, QueryComparison, Side, TimingStats
 from detector.reports.common import method_lines
+from detector.reports.timeline_json import event_document
 from detector.version import __version__
 
 FORMAT_VERSION = 1
@@ -78,6 +79,13 @@ def _query(query: QueryComparison) -> dict[str, Any]:
 
 
 def to_document(result: ComparisonResult) -> dict[str, Any]:
+    document = _document(result)
+    if result.events:  # two time windows of a log
+        document["log_events"] = [event_document(event) for event in result.events]
+    return document
+
+
+def _document(result: ComparisonResult) -> dict[str, Any]:
     return {
         "format_version": FORMAT_VERSION,
         "tool": {"name": "planshift", "version": __version__},

@@ -17,6 +17,7 @@ from detector.reports.common import (
     version_text,
 )
 from detector.reports.escape import for_markup, single_line
+from detector.reports.timeline_terminal import event_lines
 
 SEVERITY_STYLE = {Severity.ERROR: "bold red", Severity.WARNING: "yellow", Severity.INFO: "cyan"}
 VERDICT_STYLE = {
@@ -94,6 +95,8 @@ def render_terminal(result: ComparisonResult, console: Console, *, verbose: bool
     if result.settings_diff:
         diffs = ", ".join(settings_text(result))
         console.print(f"settings that differ: {for_markup(diffs)}")
+    for text in event_lines(result.events):  # two time windows of a log
+        console.print(text, markup=False, highlight=False)
     for fact in data_lines(result):
         console.print(single_line(fact), markup=False)
     for note in [*condition_lines(result), *method_lines(result)]:

@@ -7,6 +7,7 @@ from typing import Any
 
 from detector.engine.timeline import PgssDelta, QueryTimeline, Segment
 from detector.engine.timeline_causes import FlipCause
+from detector.model.log_rows import LogEventRow
 
 FORMAT_VERSION = 1
 
@@ -75,4 +76,17 @@ def _delta(delta: PgssDelta) -> dict[str, Any]:
         "total_ms": delta.total_ms,
         "rows": delta.rows,
         "note": delta.note,
+    }
+
+
+def event_document(event: LogEventRow) -> dict[str, Any]:
+    """A server event of the log (log_events), as JSON reports show it."""
+    return {
+        "at": event.logged_at.isoformat() if event.logged_at else None,
+        "kind": event.kind,
+        "subject": event.subject,
+        "value": event.value,
+        "message": event.message,
+        "path": event.path or None,
+        "line": event.line,
     }

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from pathlib import PurePath
+
 from rich.console import Console
 
 from detector.engine.timeline import QueryTimeline, clock
+from detector.model.log_rows import LogEventRow
 from detector.model.units import fmt_ms
 
 
@@ -41,3 +45,15 @@ def render_timeline(timeline: QueryTimeline, console: Console) -> None:
             f"{note}{mark}"
         )
     say("")
+
+
+def event_lines(events: Sequence[LogEventRow]) -> list[str]:
+    """Server events of a comparison of time windows, one line each with file:line."""
+    if not events:
+        return []
+    lines = [f"server events in and between the windows ({len(events)}):"]
+    for event in events:
+        when = clock(event.logged_at) if event.logged_at else "?"
+        where = f"{PurePath(event.path).name}:{event.line}" if event.path else f"line {event.line}"
+        lines.append(f"  {when}  {event.kind:<11} {event.message}  ({where})")
+    return lines
