@@ -44,10 +44,10 @@ def _census(query: QueryComparison, element: str) -> str:
     for role, side, css in sides:
         for plan in side.plans:
             if plan is side.dominant:
-                json = f'<a href="#{element}-diff">in the plan diff</a>'
+                json_cell = f'<a href="#{element}-diff">in the plan diff</a>'
             else:
                 fingerprint = plan.fingerprint[:8]
-                json = json_controls(
+                json_cell = json_controls(
                     plan.plan,
                     f"{element}-{role}-{fingerprint}-json",
                     f"{element}.{role}.{fingerprint}.json",
@@ -58,7 +58,7 @@ def _census(query: QueryComparison, element: str) -> str:
                 f'<td class="num">{fmt_ms(plan.median_ms)}</td>'
                 f'<td class="num">{plan.median_cost:,.1f}</td>'
                 f'<td class="num">{fmt_count(plan.median_shared_blocks)}</td>'
-                f'<td class="sig">{for_html(plan.signature)}</td><td>{json}</td></tr>'
+                f'<td class="sig">{for_html(plan.signature)}</td><td>{json_cell}</td></tr>'
             )
     return (
         '<table class="census"><thead><tr><th>side</th><th class="num">executions</th>'
