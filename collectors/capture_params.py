@@ -21,6 +21,7 @@ from typing import Any
 
 from pglast import parser as pg_parser
 
+from collectors.capture_plans import literal, plan_values
 from collectors.logs.autoexplain import IngestOptions, check_log
 from collectors.logs.formats import Position, detect_format, open_log
 from collectors.logs.plans import EntryError, read_entry
@@ -44,6 +45,7 @@ class LoggedValues:
     matched: int = 0  # of a captured statement
     unaligned: int = 0  # of a captured statement, but no values could be read from them
     unbound: int = 0  # $n in the text and no `Query Parameters` (auto_explain before 16)
+    from_plans: int = 0  # such executions whose custom plan showed the values
     with_null: int = 0  # a NULL parameter: not replayable from a TOML file (no null in TOML)
     problems: int = 0  # broken entries and lines (counted, skipped)
 
@@ -97,8 +99,12 @@ def read_logged_values(
                         found.with_null += 1
                         continue
                     if not bound and "$" in text and _has_params(text):
-                        found.unbound += 1  # 15: an extended-protocol execution's values
-                        continue
+                        # before 16: no `Query Parameters`; a custom plan shows the values
+                        bound = plan_values(text, logged.document)
+                        if not bound:
+                            found.unbound += 1
+                            continue
+                        found.from_plans += 1
                     values = aligned_values(statements[key], text, bound)
                     if values is None:
                         found.unaligned += 1
@@ -179,26 +185,3 @@ def _has_params(sql: str) -> bool:
 
 def _text(sql: str, token: Any) -> str:
     return sql[token.start : token.end + 1]
-
-
-def literal(text: str, kind: str) -> Any:
-    """The value of a constant as TOML can hold it: an integer, a float that reads back the
-    same, else text; None for what cannot be read back (E'' escapes, bit strings)."""
-    if kind == "ICONST":
-        digits = text.replace("_", "")
-        try:
-            return int(digits) if digits.lstrip("-").isdigit() else int(digits, 0)
-        except ValueError:
-            return None
-    if kind == "FCONST":
-        try:
-            number = float(text)
-        except ValueError:
-            return None
-        return number if repr(number) == text else text
-    if text.startswith("'") and text.endswith("'") and len(text) >= 2:
-        return text[1:-1].replace("''", "'")
-    if text.startswith("$"):  # dollar quoting: $tag$ ... $tag$
-        tag = text[: text.index("$", 1) + 1]
-        return text[len(tag) : -len(tag)]
-    return None

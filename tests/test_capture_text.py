@@ -13,6 +13,7 @@ from typer.testing import CliRunner
 from collectors.capture import classify, relations_of
 from collectors.capture_dump import loadable
 from collectors.capture_params import Reservoir, aligned_values, literal
+from collectors.capture_plans import plan_values
 from detector.cli.app import app
 from detector.errors import PlanshiftError
 from detector.jobs.capture_toml import CapturedQuery, placeholder_sql, query_name, workload_toml
@@ -172,3 +173,22 @@ def test_bad_options_are_user_errors(tmp_path: Path) -> None:
     for problem, options in runs.items():
         result = CliRunner().invoke(app, ["capture", "--target", "host=/nonexistent", *options])
         assert result.exit_code == 2 and problem in result.output, result.output
+
+
+def test_values_from_the_conditions_of_a_custom_plan() -> None:
+    sql = "SELECT * FROM a x WHERE x.k = $1 AND v BETWEEN $2 AND $3 AND $4 < w AND s <> $5::text"
+    custom = {
+        "Plan": {
+            "Node Type": "Nested Loop",
+            "Plans": [
+                {"Index Cond": "((x.k = 42) AND (v >= '-1.5'::numeric) AND (v <= 9.25))"},
+                {"Filter": "((w > 7) AND (s <> 'it''s'::text))"},
+            ],
+        }
+    }
+    assert plan_values(sql, custom) == {1: "42", 2: "-1.5", 3: "9.25", 4: "7", 5: "it's"}
+    generic = {"Plan": {"Index Cond": "(k = $1)"}}
+    assert plan_values("SELECT * FROM a WHERE k = $1", generic) == {}
+    both = {"Plan": {"Filter": "((k = 1) OR (k = 2))"}}  # which one is $1?
+    assert plan_values("SELECT * FROM a WHERE k = $1 OR k = 2", both) == {}
+    assert plan_values("SELECT * FROM a WHERE k = $1 * 2", {"Plan": {"Filter": "(k = 4)"}}) == {}

@@ -40,6 +40,7 @@ RANGE_SCRIPT = (
 )
 # sent by psycopg as a server-side prepared statement: $1 in the logged text
 PREPARED = "SELECT bid, sum(abalance) FROM pgbench_accounts WHERE bid = %s GROUP BY bid"
+PREPARED_EXPRESSION = "SELECT count(*) FROM pgbench_branches WHERE bbalance > bid * %s"
 
 
 class Source:
@@ -98,6 +99,8 @@ def start_source(major: int, tmp: Path, **settings: str) -> Iterator[Source]:
         with psycopg.connect(source.dsn, autocommit=True) as conn:
             for _ in range(8):
                 conn.execute(PREPARED, [1], prepare=True)
+            for _ in range(3):
+                conn.execute(PREPARED_EXPRESSION, [2], prepare=True)
             conn.execute("CREATE TEMP TABLE scratch AS SELECT 1 AS x")
             for _ in range(30):
                 conn.execute("SELECT count(*) FROM scratch WHERE x > 0")
@@ -160,9 +163,14 @@ def test_capture_writes_a_workload_that_replays_on_two_versions_with_weights(
     ranged = having("BETWEEN")
     assert "%(p1)s AND %(p2)s + %(p3)s AND filler <> %(p4)s" in ranged.sql
     assert {p.name: p.args[0] for p in ranged.params}["p4"] == "x"
-    # PostgreSQL 15 logs no bound parameters: the prepared statement's plan is its generic one
+    # PostgreSQL 15 logs no bound parameters, but a custom plan shows them: `(bid = 1)`
     grouped = having("GROUP BY")
-    assert grouped.generic_plan and "$1" in grouped.sql and grouped.calls == 8
+    assert not grouped.generic_plan and grouped.calls == 8
+    assert [set(p.args) for p in grouped.params] == [{"1"}]
+    assert "with values read from their custom plan's conditions" in output
+    # where the plan does not show them (`bid * $1`), the statement's plan is its generic one
+    expression = having("bid * $1")
+    assert expression.generic_plan and expression.calls == 3
     assert "missing parameters: 1 queries replay as generic plans" in output
     # what it could not capture, said
     assert "write      UPDATE pgbench_accounts" in output or "write      INSERT" in output

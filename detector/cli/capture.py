@@ -90,6 +90,7 @@ def capture(
     if report.logged is not None:
         logged = report.logged
         counts = [
+            (logged.from_plans, "with values read from their custom plan's conditions"),
             (logged.unbound, "without parameter values (auto_explain before 16 logs no bound "
              "parameters)"),
             (logged.unaligned, "whose values could not be read"),
