@@ -12,7 +12,7 @@ import pytest
 
 from detector.errors import PlanshiftError
 from detector.store import Store
-from detector.store.lake import check_host, export_host, lake_hosts, materialize
+from detector.store.lake import check_host, export_host, lake_hosts, lake_queries, materialize
 
 ROOT = Path(__file__).resolve().parent.parent
 LOGS = ROOT / "tests" / "fixtures" / "logs"
@@ -153,3 +153,22 @@ def test_host_names_are_directory_safe_and_views_are_never_exported(tmp_path: Pa
     with pytest.raises(PlanshiftError):
         export_host(hostile, tmp_path / "lake", "h1")
     assert not (tmp_path / "lake" / "queries").exists()
+
+
+def test_a_query_filter_loads_that_query_alone_with_its_log_entries(
+    stores: dict[str, Path], tmp_path: Path
+) -> None:
+    lake = tmp_path / "lake"
+    for host, path in stores.items():
+        export_host(path, lake, host)
+    queries = lake_queries(lake)
+    (key,) = [k for k, q in queries.items() if "FROM orders" in q.sql]
+    only = tmp_path / "orders.duckdb"
+    materialize(lake, only, query_keys={key})
+    expected = rows(stores["h2"], f" WHERE o.query_key = '{key}'")
+    assert rows(only) == expected and expected
+    with Store(only, read_only=True) as store:
+        counts = store._con.execute(
+            "SELECT (SELECT count(*) FROM observations), (SELECT count(*) FROM log_entries)"
+        ).fetchone()
+    assert counts == (len(expected), len(expected))

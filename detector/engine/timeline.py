@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, time, timedelta
 from itertools import pairwise
 
+from detector.engine.query_lookup import find_query_keys
 from detector.engine.timeline_causes import FlipCause, flip_causes, plan_names, version_changes
 from detector.errors import PlanshiftError
 from detector.model.log_rows import LogObservationRow
@@ -231,16 +232,7 @@ def build_timeline(
 ) -> list[QueryTimeline]:
     """Timelines of the queries seen in logs (those with a flip first, then by volume)."""
     queries = store.queries()
-    keys: set[str] | None = None
-    if query is not None:
-        keys = {k for k, q in queries.items() if query in (k, q.name) or k.startswith(query)}
-        if not keys:
-            needle = query.lower()
-            keys = {k for k, q in queries.items() if needle in q.sql.lower()}
-        if not keys:
-            raise PlanshiftError(
-                f"no query {query!r} in the store", "give a query key, a name or words of its SQL"
-            )
+    keys = find_query_keys(queries, query) if query is not None else None
     only = next(iter(keys)) if keys is not None and len(keys) == 1 else None
     rows = store.log_observations(since, until, only, source)
     grouped: dict[str, list[LogObservationRow]] = {}

@@ -10,10 +10,11 @@ from datetime import datetime
 from pathlib import Path
 
 from detector.engine.fleet import FleetQuery, fleet_flips, log_sources
+from detector.engine.query_lookup import find_query_keys
 from detector.engine.timeline import parse_time
 from detector.errors import PlanshiftError
 from detector.store import Store
-from detector.store.lake import check_host, export_host, materialize
+from detector.store.lake import check_host, export_host, lake_queries, materialize
 
 
 def export_after_ingest(store_path: Path, lake: Path, host: str) -> int:
@@ -27,18 +28,21 @@ def lake_store(
     hosts: Sequence[str] = (),
     since: datetime | None = None,
     until: datetime | None = None,
+    query: str | None = None,
 ) -> Iterator[Path]:
     """A temporary store holding the lake's rows of `hosts` (all when empty) on the days the
-    window touches; removed afterwards."""
+    window touches, only the executions of `query` when given; removed afterwards."""
     directory = Path(tempfile.mkdtemp(prefix="planshift-lake-"))
     try:
         path = directory / "lake.duckdb"
+        keys = find_query_keys(lake_queries(lake, hosts), query) if query is not None else None
         materialize(
             lake,
             path,
             hosts=hosts,
             since=since.date() if since is not None else None,
             until=until.date() if until is not None else None,
+            query_keys=keys,
         )
         yield path
     finally:
@@ -47,14 +51,20 @@ def lake_store(
 
 @contextmanager
 def store_or_lake(
-    store: Path, lake: Path | None, host: str | None, since: str | None, until: str | None
+    store: Path,
+    lake: Path | None,
+    host: str | None,
+    since: str | None,
+    until: str | None,
+    query: str | None = None,
 ) -> Iterator[Path]:
     """`store` itself, or with a lake the lake's rows of `host` (all hosts when None) on the
-    days of the window (full dates prune; a time of day alone reads every day)."""
+    days of the window (full dates prune; a time of day alone reads every day), and of `query`
+    alone when given."""
     if lake is None:
         yield store
         return
-    with lake_store(lake, [host] if host else (), _day(since), _day(until)) as path:
+    with lake_store(lake, [host] if host else (), _day(since), _day(until), query) as path:
         yield path
 
 
@@ -74,7 +84,7 @@ def fleet_report(
     until: str | None,
 ) -> tuple[list[FleetQuery], list[str]]:
     """The fleet view over a lake (or a store with several log sources), and the hosts read."""
-    with store_or_lake(store, lake, None, since, until) as path:
+    with store_or_lake(store, lake, None, since, until, query) as path:
         if lake is None and not path.exists():
             raise PlanshiftError(f"store {path} does not exist", "pass --lake or --store")
         with Store(path, read_only=True) as opened:

@@ -16,7 +16,7 @@ from __future__ import annotations
 import os
 import re
 import shutil
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from datetime import date
 from pathlib import Path
 from typing import Any
@@ -24,6 +24,7 @@ from typing import Any
 import duckdb
 
 from detector.errors import PlanshiftError
+from detector.model.records import QueryRecord
 from detector.store import Store
 from detector.store.schema import user_tables
 
@@ -105,9 +106,11 @@ def materialize(
     hosts: Sequence[str] = (),
     since: date | None = None,
     until: date | None = None,
+    query_keys: Collection[str] | None = None,
 ) -> list[str]:
     """A store at `into` (new) holding the lake's rows of `hosts` (all when empty) between the
-    days `since` and `until` (inclusive; partitions outside are never read). Returns the hosts."""
+    days `since` and `until` (inclusive; partitions outside are never read), and only the
+    executions of `query_keys` when given. Returns the hosts."""
     known = lake_hosts(lake)
     missing = sorted(set(hosts) - set(known))
     if missing:
@@ -122,15 +125,32 @@ def materialize(
         con.execute("ATTACH ? AS dst", [str(into)])
         con.execute("CREATE TEMP TABLE lake_hosts (host VARCHAR, host_no BIGINT)")
         con.executemany("INSERT INTO lake_hosts VALUES (?, ?)", [[h, known.index(h) + 1] for h in chosen])
-        for table in tables:
-            _load_table(con, lake, table, chosen, since, until)
+        only = _only_queries(query_keys)
+        for table in sorted(tables, key=lambda name: name != "observations"):
+            _load_table(con, lake, table, chosen, since, until, only.get(table, ""))
     finally:
         con.close()
     return chosen
 
 
+def _only_queries(keys: Collection[str] | None) -> dict[str, str]:
+    """Per table, the condition that keeps the executions of `keys` alone (loaded in this
+    order: observations before the rows that point at them)."""
+    if keys is None:
+        return {}
+    listed = ", ".join("'" + key.replace("'", "''") + "'" for key in sorted(keys)) or "NULL"
+    of_kept = "observation_id IN (SELECT observation_id FROM dst.observations)"
+    return {"observations": f"query_key IN ({listed})", "log_entries": of_kept}
+
+
 def _load_table(
-    con: Any, lake: Path, table: str, hosts: Sequence[str], since: date | None, until: date | None
+    con: Any,
+    lake: Path,
+    table: str,
+    hosts: Sequence[str],
+    since: date | None,
+    until: date | None,
+    condition: str,
 ) -> None:
     files = [
         str(path)
@@ -144,17 +164,40 @@ def _load_table(
         "ORDER BY column_index", [table],
     ).fetchall()]  # fmt: skip
     select = ", ".join(
-        f'p."{c}" + h.host_no * {ID_STRIDE}' if c in ID_COLUMNS else f'p."{c}"' for c in columns
+        f'p."{c}" + h.host_no * {ID_STRIDE} AS "{c}"' if c in ID_COLUMNS else f'p."{c}"'
+        for c in columns
     )
     # the directory names the host (no hive_partitioning: runs has a column `host` of its own)
     host = r"regexp_extract(p.filename, '/host=([^/]+)/', 1)"
     names = ", ".join(f'"{c}"' for c in columns)
-    con.execute(
-        f'INSERT OR IGNORE INTO dst."{table}" ({names}) SELECT {select} '
-        "FROM read_parquet(?, filename = true, union_by_name = true) p "
-        f"JOIN lake_hosts h ON h.host = {host}",
-        [files],
+    source = (
+        f"SELECT {select} FROM read_parquet(?, filename = true, union_by_name = true) p "
+        f"JOIN lake_hosts h ON h.host = {host}"
     )
+    kept = f"SELECT * FROM ({source}) WHERE {condition}" if condition else source
+    con.execute(f'INSERT OR IGNORE INTO dst."{table}" ({names}) {kept}', [files])
+
+
+def lake_queries(lake: Path, hosts: Sequence[str] = ()) -> dict[str, QueryRecord]:
+    """The queries table of the lake's `hosts` (all when empty)."""
+    chosen = [h for h in lake_hosts(lake) if not hosts or h in hosts]
+    files = [
+        str(path)
+        for path in sorted((lake / "queries").glob("host=*/*.parquet"))
+        if path.parent.name.removeprefix("host=") in chosen
+    ]
+    if not files:
+        return {}
+    con = duckdb.connect()
+    try:
+        rows = con.execute(
+            "SELECT DISTINCT ON (query_key) query_key, name, sql, queryid "
+            "FROM read_parquet(?, union_by_name = true)",
+            [files],
+        ).fetchall()
+    finally:
+        con.close()
+    return {row[0]: QueryRecord(*row) for row in rows}
 
 
 def _wanted(relative: Path, hosts: Sequence[str], since: date | None, until: date | None) -> bool:
