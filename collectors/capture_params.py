@@ -1,9 +1,10 @@
 """The parameter values of captured statements, read from auto_explain logs.
 
 An auto_explain entry shows what one execution ran with: bound parameters in `Query
-Parameters` (16+, extended protocol), or constants in the query text itself (simple
-protocol). Its query key (the parse-tree fingerprint, which ignores constants) finds the
-pg_stat_statements entry it belongs to; then the two texts are lexed and walked token by
+Parameters` (16+, extended protocol), constants in the query text itself (simple protocol),
+or before 16 the literals in a custom plan's conditions (collectors/capture_plans.py). Its
+query key (the parse-tree fingerprint, which ignores constants) finds the pg_stat_statements
+entry it belongs to; then the two texts are lexed and walked token by
 token: each $n of pg_stat_statements meets a constant of the logged text (a `-` sign
 included) or a bound parameter, every other token must be the same. A text that does not
 line up (pg_stat_statements 18 squashes IN lists) gives no values, rather than wrong ones.
