@@ -21,7 +21,8 @@ LOGS = Path(__file__).resolve().parent / "fixtures" / "logs"
 SOURCES = sorted(
     path
     for path in LOGS.rglob("*")
-    if path.suffix in (".log", ".csv", ".json") and path.stat().st_size < 100_000
+    if path.suffix in (".log", ".csv", ".json")
+    and (path.stat().st_size < 100_000 or path.parent.name == "managed")  # RDS, CNPG, Cloud SQL
 )
 CASES = 320
 PER_RUN = 8

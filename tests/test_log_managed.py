@@ -7,6 +7,7 @@ log it wraps."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -128,3 +129,18 @@ def test_other_logs_keep_their_format_and_unknown_names_are_refused(tmp_path: Pa
          "--format", "syslog"],
     )  # fmt: skip
     assert refused.exit_code == 2 and "unknown log format 'syslog'" in refused.output
+
+
+def test_cloudsql_json_payload_reads_as_the_jsonlog_it_carries(tmp_path: Path) -> None:
+    """A Cloud Logging entry may carry the server's jsonlog record as `jsonPayload`."""
+    entries = [
+        json.dumps({"insertId": f"j{n}", "logName": "projects/p/logs/cloudsql.googleapis.com"
+                    "%2Fpostgres.log", "jsonPayload": json.loads(line)})
+        for n, line in enumerate((MANAGED / "pg15.json").read_text().splitlines())
+    ]  # fmt: skip
+    log = tmp_path / "payload.json"
+    log.write_text("\n".join(entries) + "\n")
+    assert detect_format(log.read_bytes()[:65536]) == "cloudsql"
+    ingest(tmp_path / "envelope.duckdb", log)
+    ingest(tmp_path / "plain.duckdb", MANAGED / "pg15.json")
+    assert stored(tmp_path / "envelope.duckdb") == stored(tmp_path / "plain.duckdb")

@@ -41,7 +41,7 @@ Progress = Callable[[int], None]  # bytes read since the last call
 @dataclass(frozen=True)
 class IngestOptions:
     log_line_prefix: str | None = None  # None: guess the common prefixes
-    log_format: str | None = None  # None: detect stderr / csvlog / jsonlog
+    log_format: str | None = None  # None: detect it (records.FORMATS)
     log_timezone: str | None = None  # for zone abbreviations other than UTC/GMT
     anonymize: bool = False  # no literals stored: normalized SQL, no params, masked plans
     batch_size: int = 5000
