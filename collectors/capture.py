@@ -70,8 +70,11 @@ class SourceRead:
     statements: tuple[Statement, ...]  # every statement of the database, by total time
 
 
-def open_source(dsn: str, timeout: str = CAPTURE_TIMEOUT) -> psycopg.Connection[Any]:
-    """A session on the source in which every transaction is read-only and time-limited."""
+def open_source(
+    dsn: str, timeout: str = CAPTURE_TIMEOUT, search_path: str | None = None
+) -> psycopg.Connection[Any]:
+    """A session on the source in which every transaction is read-only and time-limited;
+    `search_path`: the application's, when its tables are not on the capture role's."""
     check_conninfo(dsn, "--target")
     try:
         conn = psycopg.connect(
@@ -88,11 +91,14 @@ def open_source(dsn: str, timeout: str = CAPTURE_TIMEOUT) -> psycopg.Connection[
             "set_config('statement_timeout', %s, false), set_config('lock_timeout', %s, false)",
             [timeout, timeout],
         )
+        if search_path is not None:
+            conn.execute("SELECT set_config('search_path', %s, false)", [search_path])
     except psycopg.Error as exc:
         conn.close()
         raise PlanshiftError(
             f"cannot set up the capture session (read-only, timeouts): {str(exc).strip()}",
-            "--statement-timeout takes a PostgreSQL duration, e.g. 30s or 2min",
+            "--statement-timeout takes a PostgreSQL duration (30s, 2min); --search-path a "
+            "list of schemas (app, public)",
         ) from None
     return conn
 
@@ -244,7 +250,8 @@ def check_relations(
         elif missing:
             reason = (
                 f"reads {', '.join(missing)}, which the capture session cannot see "
-                "(a temporary table, or dropped since)"
+                "(a temporary table, dropped since, or in a schema not on the capture's "
+                "search_path: --search-path)"
             )
             statement = _as(statement, "missing", reason)
         checked.append(statement)

@@ -101,6 +101,12 @@ def start_source(major: int, tmp: Path, **settings: str) -> Iterator[Source]:
                 conn.execute(PREPARED, [1], prepare=True)
             for _ in range(3):
                 conn.execute(PREPARED_EXPRESSION, [2], prepare=True)
+            conn.execute("CREATE SCHEMA app")
+            conn.execute("CREATE TABLE app.items AS SELECT i AS id FROM generate_series(1, 99) i")
+            conn.execute("SET search_path = app, public")  # as the application's role has it
+            for _ in range(4):
+                conn.execute("SELECT count(*) FROM items WHERE id < 50")
+            conn.execute("RESET search_path")
             conn.execute("CREATE TEMP TABLE scratch AS SELECT 1 AS x")
             for _ in range(30):
                 conn.execute("SELECT count(*) FROM scratch WHERE x > 0")
@@ -316,3 +322,22 @@ def test_a_schema_only_capture_replays_on_servers_holding_the_data(
     compared = compare_from_store(store, "old", "new", None, CompareOptions())
     timed = [q for q in compared.queries if q.baseline.timing is not None]
     assert timed and all(q.baseline.calls and q.weight == q.baseline.calls for q in timed)
+
+
+def test_the_applications_search_path(source15: Source, tmp_path: Path) -> None:
+    """Tables in a schema the capture role does not search are listed with a hint; with
+    --search-path they are captured, and the replay sets it in every statement's transaction."""
+    assert "reads items, which the capture session cannot see" in capture(
+        source15, tmp_path / "plain", "--top", "50"
+    )
+    output = capture(source15, tmp_path / "cap", "--top", "50", "--search-path", "app, public")
+    assert "reads items" not in output
+    workload = load_workload(tmp_path / "cap" / "workload.toml")
+    assert dict(workload.variants) == {"default": {"search_path": "app, public"}}
+    assert any("FROM items" in q.sql for q in workload.queries)
+    result = CliRunner().invoke(
+        app,
+        ["run", str(workload.path), "--dsn", f"prod={source15.dsn}", "--plan-only",
+         "--store", str(tmp_path / "s.duckdb"), "--repetitions", "1"],
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output

@@ -54,6 +54,13 @@ def capture(
     statement_timeout: Annotated[
         str, typer.Option(help="statement_timeout and lock_timeout of the capture session.")
     ] = "30s",
+    search_path: Annotated[
+        str | None,
+        typer.Option(
+            help="The application's search_path (e.g. 'app, public') when its tables are not "
+            "on the capture role's; the replay uses it too."
+        ),
+    ] = None,
 ) -> None:
     """Capture a running system's workload (pg_stat_statements, auto_explain logs, schema)
     without writing to it; replay it with `planshift run DIR/workload.toml`."""
@@ -68,6 +75,7 @@ def capture(
         samples=samples,
         pg_bins=tuple(pg_bin or ()),
         statement_timeout=statement_timeout,
+        search_path=search_path,
     )
     with user_errors():
         report = capture_workload(target, output, options)

@@ -47,6 +47,7 @@ class CaptureOptions:
     samples: int = 20  # parameter sets kept per query, drawn from all logged executions
     statement_timeout: str = CAPTURE_TIMEOUT
     pg_bins: tuple[Path, ...] = ()
+    search_path: str | None = None  # the application's (capture and replay), if not the role's
 
 
 @dataclass
@@ -91,7 +92,7 @@ def capture_workload(dsn: str, directory: Path, options: CaptureOptions) -> Capt
     missing = [str(p) for p in options.logs if not p.is_file()]
     if missing:
         raise PlanshiftError(f"no such log file: {', '.join(missing)}", "pass server log files")
-    conn = open_source(dsn, options.statement_timeout)
+    conn = open_source(dsn, options.statement_timeout, options.search_path)
     try:
         source = read_source(conn)
     finally:
@@ -148,6 +149,7 @@ def capture_workload(dsn: str, directory: Path, options: CaptureOptions) -> Capt
         name=f"capture-{source.database}",
         header=_header(report, options),
         setup_files=[DUMP_FILE if options.data else SCHEMA_FILE],
+        settings={} if options.search_path is None else {"search_path": options.search_path},
         queries=report.queries,
         not_captured=[
             f"{s.kind}: {one_line(s.sql)} ({s.calls} calls): {s.reason}" for s in report.skipped
@@ -164,7 +166,7 @@ def _plannable(
 ) -> list[CapturedQuery]:
     """The queries the source plans as the workload file will send them (plain EXPLAIN,
     nothing executed); the others join the list of what was not captured."""
-    conn = open_source(dsn, options.statement_timeout)
+    conn = open_source(dsn, options.statement_timeout, options.search_path)
     try:
         errors = plan_errors(
             conn,

@@ -109,6 +109,7 @@ def workload_toml(
     queries: Sequence[CapturedQuery],
     not_captured: Sequence[str],
     repetitions: int = 10,
+    settings: Mapping[str, str] | None = None,
 ) -> str:
     lines = [f"# {line}" for line in header]
     lines += [
@@ -122,6 +123,9 @@ def workload_toml(
         "[setup]",
         f"files = [{', '.join(toml_string(f) for f in setup_files)}]",
     ]
+    if settings:  # set in every replayed statement's transaction (set_config(..., true))
+        lines += ["", "[variants.default]"]
+        lines += [f"{name} = {toml_string(value)}" for name, value in settings.items()]
     for query in queries:
         lines += ["", "[[queries]]"]
         lines.append(
