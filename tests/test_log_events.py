@@ -221,9 +221,10 @@ def test_a_change_of_the_plans_settings_alone_is_named(tmp_path: Path) -> None:
 
 
 def test_compare_of_two_windows_names_the_settings_and_events_between(tmp_path: Path) -> None:
-    """Before and after the reload: the windows' logged Settings differ (random_page_cost
-    default -> 60), the events between them are listed with file:line (terminal and JSON), and
-    a window side is its own type, never a target of the store."""
+    """Before the reload and after it: the windows' logged Settings differ (random_page_cost
+    default -> 60), the events are listed with the window they fell in (the reload and the
+    change between the two) and file:line (terminal and JSON), and a window side is its own
+    type, never a target of the store."""
     import jsonschema
 
     from detector.engine.compare import compare_sides, resolve_side
@@ -233,35 +234,41 @@ def test_compare_of_two_windows_names_the_settings_and_events_between(tmp_path: 
     ingest(store, EVENTS / "pg.log")
     with Store(store, read_only=True) as db:
         (change,) = [e for e in db.log_events() if e.kind == "setting"]
+        (reload,) = [e for e in db.log_events() if e.kind == "reload"]
         rows = db.log_observations()
-        flip_at = next(r.row.collected_at for r in rows if "random_page_cost" in (r.settings or ""))
-        assert change.logged_at is not None and change.logged_at < flip_at
-        split = flip_at.isoformat()
-        before, after = resolve_side(db, f"..{split}", None), resolve_side(db, f"{split}..", None)
+        first = next(r.row for r in rows if "random_page_cost" in (r.settings or ""))
+        flip_at = first.collected_at
+        last_before = max(  # the query's last execution before the change
+            r.row.collected_at
+            for r in rows
+            if r.row.query_key == first.query_key and r.row.collected_at < flip_at
+        )
+        assert reload.logged_at is not None and change.logged_at is not None
+        assert last_before < reload.logged_at <= change.logged_at < flip_at
+        base_spec = f"..{(last_before + (reload.logged_at - last_before) / 2).isoformat()}"
+        cand_spec = f"{flip_at.isoformat()}.."
+        before, after = resolve_side(db, base_spec, None), resolve_side(db, cand_spec, None)
         assert isinstance(before, WindowSide) and isinstance(after, WindowSide)
-        assert (before.until, after.since) == (flip_at, flip_at)
+        assert after.since == flip_at and before.until is not None and before.until < flip_at
         assert before.target_id not in {t.target_id for t in db.targets()}
         result = compare_sides(db, before, after)
     assert result.settings_diff["random_page_cost"] == ("default", "60")
-    assert ("setting", "random_page_cost", "60") in {
-        (e.kind, e.subject, e.value) for e in result.events
-    }
+    where = {(e.kind, e.subject): w for w, e in result.events}
+    assert where[("setting", "random_page_cost")] == where[("reload", None)] == "between"
+    assert where[("start", "17.10")] == "baseline"
     runner = CliRunner()
-    args = ["compare", "--store", str(store), "-b", f"..{split}", "-c", f"{split}.."]
+    args = ["compare", "--store", str(store), "-b", base_spec, "-c", cand_spec]
     shown = runner.invoke(app, args)
     assert shown.exit_code in (0, 1), shown.output
     assert "settings that differ: random_page_cost default -> 60" in shown.output
     assert "server events in and between the windows" in shown.output
     line = setting_line(EVENTS / "pg.log")
-    assert f"setting     {SETTING_MESSAGE}  (pg.log:{line})" in shown.output
+    assert f"between   setting     {SETTING_MESSAGE}  (pg.log:{line})" in shown.output
     document = json.loads(runner.invoke(app, [*args, "--format", "json"]).output)
     schema = Path(__file__).resolve().parents[1] / "detector/reports/schema/report-v1.schema.json"
     jsonschema.Draft202012Validator(json.loads(schema.read_text())).validate(document)
     (setting,) = [e for e in document["log_events"] if e["kind"] == "setting"]
-    assert (setting["subject"], setting["value"], setting["line"]) == (
-        "random_page_cost",
-        "60",
-        line,
-    )
-    mixed = runner.invoke(app, ["compare", "--store", str(store), "-b", f"..{split}", "-c", "log"])
+    found = (setting["where"], setting["subject"], setting["value"], setting["line"])
+    assert found == ("between", "random_page_cost", "60", line)
+    mixed = runner.invoke(app, ["compare", "--store", str(store), "-b", base_spec, "-c", "log"])
     assert mixed.exit_code == 2 and "hint:" in mixed.output

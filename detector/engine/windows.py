@@ -20,7 +20,7 @@ from detector.engine.stats import timing_stats
 from detector.engine.timeline_causes import settings_pairs
 from detector.errors import PlanshiftError
 from detector.model import PlanVariant, Side
-from detector.model.log_rows import LogEventRow
+from detector.model.comparison import WindowEvent
 from detector.store import PlanGroup, QueryRecord, Store, TargetRecord
 
 GroupsBySide = dict[tuple[str, str | None], dict[int, list[PlanGroup]]]
@@ -92,16 +92,33 @@ def logged_settings(settings: list[str | None]) -> dict[str, str]:
 
 def window_events(
     store: Store, baseline: TargetRecord, candidate: TargetRecord
-) -> tuple[LogEventRow, ...]:
+) -> tuple[WindowEvent, ...]:
     """Server events (settings, reloads, starts, autovacuum, DDL) from the start of the earlier
-    window to the end of the later one; () unless both sides are windows."""
+    window to the end of the later one, each with the window it fell in (or `between`); ()
+    unless both sides are windows."""
     if not (isinstance(baseline, WindowSide) and isinstance(candidate, WindowSide)):
         return ()
     starts = [baseline.since, candidate.since]
     ends = [baseline.until, candidate.until]
     since = None if None in starts else min(s for s in starts if s is not None)
     until = None if None in ends else max(u for u in ends if u is not None)
-    return tuple(e for e in store.log_events(since, until) if e.logged_at is not None)
+    found = []
+    for event in store.log_events(since, until):
+        if event.logged_at is None:
+            continue
+        where = next(
+            (role for role, side in (("baseline", baseline), ("candidate", candidate))
+             if _within(event.logged_at, side)),
+            "between",
+        )  # fmt: skip
+        found.append(WindowEvent(where, event))
+    return tuple(found)
+
+
+def _within(moment: datetime, side: WindowSide) -> bool:
+    return (side.since is None or moment >= side.since) and (
+        side.until is None or moment < side.until
+    )
 
 
 def window_pairs(

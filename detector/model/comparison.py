@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any, TypeVar, overload
+from typing import Any, NamedTuple, TypeVar, overload
 
 import numpy as np
 import numpy.typing as npt
@@ -238,6 +238,14 @@ class Finding:
         return (-self.severity.rank, self.query_name, self.point or "", self.code, self.message)
 
 
+class WindowEvent(NamedTuple):
+    """A server event of a log, and where it fell: in the `baseline` or `candidate` window, or
+    `between` them."""
+
+    where: str
+    event: LogEventRow
+
+
 @dataclass(frozen=True)
 class ComparisonResult:
     """Everything a report needs: what was compared, per-query statistics, sorted findings."""
@@ -262,7 +270,7 @@ class ComparisonResult:
     alpha: float = 0.05  # significance level, and the false discovery rate across queries
     # two time windows of a log: the server events (settings, reloads, starts, autovacuum,
     # DDL) from the start of the earlier window to the end of the later one, by time
-    events: tuple[LogEventRow, ...] = ()
+    events: tuple[WindowEvent, ...] = ()
 
     def verdict_counts(self) -> dict[str, int]:
         counts = {v.value: 0 for v in Verdict}

@@ -7,7 +7,7 @@ from typing import Any
 
 from detector.engine.timeline import PgssDelta, QueryTimeline, Segment
 from detector.engine.timeline_causes import FlipCause
-from detector.model.log_rows import LogEventRow
+from detector.model.comparison import WindowEvent
 
 FORMAT_VERSION = 1
 
@@ -79,9 +79,11 @@ def _delta(delta: PgssDelta) -> dict[str, Any]:
     }
 
 
-def event_document(event: LogEventRow) -> dict[str, Any]:
-    """A server event of the log (log_events), as JSON reports show it."""
+def event_document(found: WindowEvent) -> dict[str, Any]:
+    """A server event of the log (log_events) and the window it fell in, as JSON shows it."""
+    where, event = found
     return {
+        "where": where,
         "at": event.logged_at.isoformat() if event.logged_at else None,
         "kind": event.kind,
         "subject": event.subject,

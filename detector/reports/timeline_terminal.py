@@ -8,7 +8,7 @@ from pathlib import PurePath
 from rich.console import Console
 
 from detector.engine.timeline import QueryTimeline, clock
-from detector.model.log_rows import LogEventRow
+from detector.model.comparison import WindowEvent
 from detector.model.units import fmt_ms
 
 
@@ -47,13 +47,14 @@ def render_timeline(timeline: QueryTimeline, console: Console) -> None:
     say("")
 
 
-def event_lines(events: Sequence[LogEventRow]) -> list[str]:
-    """Server events of a comparison of time windows, one line each with file:line."""
+def event_lines(events: Sequence[WindowEvent]) -> list[str]:
+    """Server events of a comparison of time windows, one line each: when, in which window
+    (or between them), what, and its file:line."""
     if not events:
         return []
     lines = [f"server events in and between the windows ({len(events)}):"]
-    for event in events:
+    for where, event in events:
         when = clock(event.logged_at) if event.logged_at else "?"
-        where = f"{PurePath(event.path).name}:{event.line}" if event.path else f"line {event.line}"
-        lines.append(f"  {when}  {event.kind:<11} {event.message}  ({where})")
+        at = f"{PurePath(event.path).name}:{event.line}" if event.path else f"line {event.line}"
+        lines.append(f"  {when}  {where:<9} {event.kind:<11} {event.message}  ({at})")
     return lines
