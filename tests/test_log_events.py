@@ -272,3 +272,28 @@ def test_compare_of_two_windows_names_the_settings_and_events_between(tmp_path: 
     assert found == ("between", "random_page_cost", "60", line)
     mixed = runner.invoke(app, ["compare", "--store", str(store), "-b", base_spec, "-c", "log"])
     assert mixed.exit_code == 2 and "hint:" in mixed.output
+
+
+def test_windows_of_one_source_list_only_its_logs_events(tmp_path: Path) -> None:
+    """Two servers' logs in one store (the same events written as stderr and as csvlog): a
+    window named SOURCE@... lists its own server's events, once; unnamed windows list both."""
+    store = tmp_path / "s.duckdb"
+    runner = CliRunner()
+    for source, name in (("a", "pg.log"), ("b", "pg.csv")):
+        done = runner.invoke(
+            app, ["ingest", str(EVENTS / name), "--store", str(store), "--source", source]
+        )
+        assert done.exit_code == 0, done.output
+    with Store(store, read_only=True) as db:
+        (change, _) = [e for e in db.log_events() if e.kind == "setting"]
+    assert change.logged_at is not None
+    split = change.logged_at.isoformat()
+
+    def setting_events(base: str, cand: str) -> list[str]:
+        shown = runner.invoke(app, ["compare", "--store", str(store), "-b", base, "-c", cand])
+        assert shown.exit_code in (0, 1), shown.output
+        return [line for line in shown.output.splitlines() if SETTING_MESSAGE in line]
+
+    (only,) = setting_events(f"a@..{split}", f"a@{split}..")
+    assert only.endswith(f"(pg.log:{setting_line(EVENTS / 'pg.log')})")
+    assert len(setting_events(f"..{split}", f"{split}..")) == 2

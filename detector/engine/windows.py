@@ -102,9 +102,10 @@ def window_events(
     ends = [baseline.until, candidate.until]
     since = None if None in starts else min(s for s in starts if s is not None)
     until = None if None in ends else max(u for u in ends if u is not None)
+    files = _files_of(store, {baseline.log_source, candidate.log_source})
     found = []
     for event in store.log_events(since, until):
-        if event.logged_at is None:
+        if event.logged_at is None or (files is not None and event.path not in files):
             continue
         where = next(
             (role for role, side in (("baseline", baseline), ("candidate", candidate))
@@ -113,6 +114,19 @@ def window_events(
         )  # fmt: skip
         found.append(WindowEvent(where, event))
     return tuple(found)
+
+
+def _files_of(store: Store, sources: set[str | None]) -> set[str] | None:
+    """The log files ingested under these sources; None (every file) when a window takes
+    every source."""
+    if None in sources:
+        return None
+    return {
+        str(path)
+        for target in store.targets()
+        if target.source == "log" and target.name in sources
+        for path in target.info.get("files") or ()
+    }
 
 
 def _within(moment: datetime, side: WindowSide) -> bool:
