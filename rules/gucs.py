@@ -21,6 +21,7 @@ from detector.model.settings import (
     default_of,
     normalized,
 )
+from detector.model.units import fmt_version
 
 
 def side_settings(side: Side) -> dict[str, str]:
@@ -139,18 +140,9 @@ def changes_text(changes: Iterable[SettingChange]) -> str:
     return ", ".join(change.text() for change in changes)
 
 
-def version_text(version_num: int | None) -> str:
-    """`150018` -> `15.18`, `90624` -> `9.6.24`."""
-    if version_num is None:
-        return "?"
-    if version_num >= 100000:
-        return f"{version_num // 10000}.{version_num % 10000}"
-    return f"{version_num // 10000}.{version_num // 100 % 100}.{version_num % 100}"
-
-
 def version_change(baseline: Side, candidate: Side) -> str | None:
     """`PostgreSQL 15.18 -> 17.10` when the sides ran different server versions."""
     before, after = baseline.server_version_num, candidate.server_version_num
     if before is None or after is None or before == after:
         return None
-    return f"PostgreSQL {version_text(before)} -> {version_text(after)}"
+    return f"PostgreSQL {fmt_version(before)} -> {fmt_version(after)}"

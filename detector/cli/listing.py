@@ -138,7 +138,7 @@ def census(
     ] = None,
     output: Annotated[
         Path | None,
-        typer.Option("--output", "-o", help="Also write an HTML heat map (self-contained)."),
+        typer.Option("--output", "-o", help="Also write the census as an HTML page (plan diagram, self-contained)."),
     ] = None,
     output_format: FormatOption = "terminal",
 ) -> None:
@@ -158,4 +158,4 @@ def census(
         from detector.reports.census_html import render_census_html
 
         output.write_text(render_census_html(censuses))
-        err.print(f"heat map written to {output}", markup=False)
+        err.print(f"census page written to {output}", markup=False)

@@ -28,8 +28,10 @@ def fmt_ratio(value: float) -> str:
 
 
 def fmt_version(num: int | None) -> str:
-    """`150018` -> `15.18`, unknown -> `?`."""
+    """A server_version_num as PostgreSQL writes it: `150018` -> `15.18`, `90624` -> `9.6.24`,
+    unknown -> `?`."""
     if num is None:
         return "?"
-    major, minor = divmod(num, 10000)
-    return f"{major}.{minor}"
+    if num >= 100000:
+        return f"{num // 10000}.{num % 10000}"
+    return f"{num // 10000}.{num // 100 % 100}.{num % 100}"

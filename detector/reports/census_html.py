@@ -1,4 +1,4 @@
-"""Plan-shape census as a plan diagram (seed 003's table: plan shapes per version x setting x point).
+"""Plan-shape census as a plan diagram (plan shapes per version x setting x sweep point).
 
 One diagram per query, drawn as Picasso draws an optimizer's plan diagrams: a row per target
 (or comparison side), a column per sweep point, each cell in the colour of the plan shape that

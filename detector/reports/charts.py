@@ -71,7 +71,7 @@ PERCENTILE_MARKERS = (("median", "o", 0.5), ("p90", "s", 0.9), ("p99", "^", 0.99
 
 
 def cdf_chart(query: QueryComparison, chart_id: str) -> str:
-    """Empirical CDF of both sides' durations, median/p90/p99 marked on each curve (seed 002)."""
+    """Empirical CDF of both sides' durations, median/p90/p99 marked on each curve."""
     with _rc():
         fig = _figure(6.2, 3.0)
         ax = fig.add_subplot()

@@ -12,15 +12,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from detector.model import ComparisonResult, Finding, QueryComparison, Severity, Verdict
+from detector.model.units import fmt_version
 from detector.model.workload import TIMING_MODES
-
-
-def version_text(num: int | None) -> str:
-    """`150018` -> `15.18`, unknown -> `?`."""
-    if num is None:
-        return "?"
-    major, minor = divmod(num, 10000)
-    return f"{major}.{minor}"
 
 
 def fmt_number(value: float) -> str:
@@ -192,8 +185,8 @@ def failing_findings(result: ComparisonResult, fail_on: Severity | None) -> list
 def title(result: ComparisonResult) -> str:
     base_v, cand_v = result.versions
     return (
-        f"{result.baseline} (PostgreSQL {version_text(base_v)}) vs "
-        f"{result.candidate} (PostgreSQL {version_text(cand_v)})"
+        f"{result.baseline} (PostgreSQL {fmt_version(base_v)}) vs "
+        f"{result.candidate} (PostgreSQL {fmt_version(cand_v)})"
     )
 
 

@@ -10,7 +10,7 @@ both sides, plan census, findings, and the plan diff).
 from __future__ import annotations
 
 from detector.model import ComparisonResult, Severity, Side
-from detector.model.units import fmt_ms
+from detector.model.units import fmt_ms, fmt_version
 from detector.reports.census_html import DIAGRAM_NOTE, diagram_svg, grid_from_sweep
 from detector.reports.charts import sweep_chart
 from detector.reports.common import (
@@ -28,7 +28,6 @@ from detector.reports.common import (
     sweep_groups,
     title,
     verdict_summary,
-    version_text,
     worst_severities,
 )
 from detector.reports.escape import for_html
@@ -39,8 +38,8 @@ from detector.version import __version__
 
 TOP_FINDINGS = 25
 CENSUS_NOTE = (
-    "This is the census of the comparison's two sides; across many targets (versions x settings, "
-    "seed 003's table) see `planshift census`."
+    "This is the census of the comparison's two sides; across many targets (versions x "
+    "settings x sweep points) see `planshift census`."
 )
 
 
@@ -76,7 +75,7 @@ def _targets(result: ComparisonResult) -> str:
             [
                 role,
                 f'<span class="{css}">{for_html(name)}</span>',
-                version_text(version),
+                fmt_version(version),
                 f"<code>{for_html(gucs) or '-'}</code>",
                 for_html(measured) or "-",
             ]
@@ -219,7 +218,7 @@ def _sweep(group: SweepGroup, index: int, result: ComparisonResult) -> str:
     caveat = (
         f"Cost settings differ ({', '.join(unit)}): the sides' costs are in different units, so "
         "only the duration crossing is a fact; compare forced-plan variants under the same "
-        "settings to see where the planner's costs cross (seed 000)."
+        "settings to see where the planner's costs cross."
         if unit
         else "Both sides cost plans with the same cost settings: between the cost crossing (where the "
         "planner switches) and the duration crossing (where the clock does) it picks the slower plan."

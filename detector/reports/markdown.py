@@ -8,7 +8,7 @@ findings. The first line is a hidden marker, so a CI job can find and update its
 from __future__ import annotations
 
 from detector.model import ComparisonResult, Finding, QueryComparison, Severity, Side, Verdict
-from detector.model.units import fmt_ms
+from detector.model.units import fmt_ms, fmt_version
 from detector.reports.common import (
     by_importance,
     condition_lines,
@@ -20,7 +20,6 @@ from detector.reports.common import (
     settings_text,
     slug,
     verdict_summary,
-    version_text,
     worst_severities,
 )
 from detector.reports.escape import (
@@ -78,7 +77,7 @@ def _headline(result: ComparisonResult, fail_on: Severity | None) -> list[str]:
         "",
         f"Gate {gate}. {verdict_summary(result)}; {len(result.findings)} findings.",
         "",
-        f"PostgreSQL {version_text(base_v)} → {version_text(cand_v)}, "
+        f"PostgreSQL {fmt_version(base_v)} → {fmt_version(cand_v)}, "
         f"run {', '.join(map(str, result.run_ids))}."
         + (
             " Settings that differ: "

@@ -7,14 +7,13 @@ from rich.text import Text
 
 from detector.engine.census import comparison_switches
 from detector.model import ComparisonResult, QueryComparison, Severity, Side, Verdict
-from detector.model.units import fmt_ms
+from detector.model.units import fmt_ms, fmt_version
 from detector.reports.common import (
     by_importance,
     condition_lines,
     is_quiet,
     method_lines,
     settings_text,
-    version_text,
 )
 from detector.reports.escape import for_markup, single_line
 from detector.reports.timeline_terminal import event_lines
@@ -89,8 +88,8 @@ def render_terminal(result: ComparisonResult, console: Console, *, verbose: bool
     base_v, cand_v = result.versions
     console.print(
         f"[bold]planshift compare[/]: baseline [bold]{for_markup(result.baseline)}[/] (PostgreSQL "
-        f"{version_text(base_v)}) vs candidate [bold]{for_markup(result.candidate)}[/] (PostgreSQL "
-        f"{version_text(cand_v)}), run {', '.join(map(str, result.run_ids))}"
+        f"{fmt_version(base_v)}) vs candidate [bold]{for_markup(result.candidate)}[/] (PostgreSQL "
+        f"{fmt_version(cand_v)}), run {', '.join(map(str, result.run_ids))}"
     )
     if result.settings_diff:
         diffs = ", ".join(settings_text(result))
