@@ -13,8 +13,8 @@ import pytest
 
 from detector.errors import PlanshiftError
 from detector.model import Plan, Severity, parse_plan
-from detector.reports import FORMATS, OutputSpec, format_for_path, gate_severity, resolve_outputs
 from detector.model.units import fmt_ms
+from detector.reports import FORMATS, OutputSpec, format_for_path, gate_severity, resolve_outputs
 from detector.reports.common import findings_by_query, fmt_number, slug
 from detector.reports.github import escape_data, escape_property
 from detector.reports.plan_diff import align, q_error

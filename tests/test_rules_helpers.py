@@ -13,12 +13,12 @@ import pytest
 
 from detector.model import Plan, PlanVariant, Side, parse_plan
 from detector.model.settings import default_of, normalized
+from detector.model.units import fmt_version
 from rules import matching
 from rules.gucs import (
     settings_changes,
     side_settings,
     version_change,
-    version_text,
 )
 from rules.matching import (
     facts,
@@ -146,7 +146,7 @@ def test_settings_compare_values_and_known_defaults() -> None:
     assert default_of("effective_io_concurrency", 180006) == "16"
     assert default_of("enable_partitionwise_join", None) == "off"
     assert default_of("enable_seqscan", None) == "on"
-    assert version_text(150018) == "15.18" and version_text(90624) == "9.6.24"
+    assert fmt_version(150018) == "15.18" and fmt_version(90624) == "9.6.24"
     # random_page_cost = 4 set explicitly against an unset one: the same value
     same = settings_changes(
         side("rules/pg15/range_random_page_cost_4"), side("pg15/range_bitmap_scan", {})
