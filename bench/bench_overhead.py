@@ -21,7 +21,8 @@ Figures are printed, never asserted; `os.getloadavg()` is printed beside them.
    for the demo workload's point_select, sum_range and simple_range, variants current/proposed,
    on a cluster of its own with the demo target's settings (shared_buffers = 16MB).
 2. Executions per second of one measured point-query EXPLAIN: planshift's `one_statement` (one
-   pipeline: BEGIN, set_config, EXPLAIN, ROLLBACK, advisory unlock), the old four round trips
+   libpq pipeline: BEGIN, set_config, EXPLAIN, ROLLBACK, advisory unlock), the same five
+   statements pipelined through psycopg's cursors (the former way), the old four round trips
    (BEGIN; SELECT set_config(...); EXPLAIN; ROLLBACK), the bare EXPLAIN on the same psycopg
    connection (a reference: psycopg's own cost), `pgbench -n -c 1 -j 1 -T SECONDS` running the
    same EXPLAIN, and pgbench sending planshift's five statements in one pipeline (\\startpipeline,
@@ -176,7 +177,7 @@ def print_modes(
             )
 
 
-def rate_loop(seconds: float, one: Callable[[int], None], rows: int) -> float:
+def rate_loop(seconds: float, one: Callable[[int], object], rows: int) -> float:
     rng = random.Random(7)
     count = 0
     deadline = time.perf_counter() + seconds
@@ -207,8 +208,21 @@ def measure_rates(
     flat = [item for pair in POINT_GUCS.items() for item in pair]
     setters = "SELECT " + ", ".join("set_config(%s, %s, true)" for _ in POINT_GUCS)
 
-    def planshift(conn: Any) -> Callable[[int], None]:
+    def planshift(conn: Any) -> Callable[[int], object]:
         return lambda aid: one_statement(conn, f"{POINT_EXPLAIN}{aid}", None, POINT_GUCS)
+
+    def cursors(conn: Any) -> Callable[[int], None]:
+        def one(aid: int) -> None:  # the same five statements through psycopg's cursors
+            statement, control = conn.cursor(), conn.cursor()
+            with conn.pipeline():
+                control.execute("BEGIN")
+                control.execute(setters, flat)
+                statement.execute(f"{POINT_EXPLAIN}{aid}")
+                control.execute("ROLLBACK")
+                control.execute("SELECT pg_advisory_unlock_all()")
+            statement.fetchone()
+
+        return one
 
     def four_trips(conn: Any) -> Callable[[int], None]:
         def one(aid: int) -> None:
@@ -232,7 +246,7 @@ def measure_rates(
         return float(match.group(1))
 
     rates: dict[str, list[float]] = {}
-    loops = {"planshift": planshift, "four_trips": four_trips, "bare": bare}
+    loops = {"planshift": planshift, "cursors": cursors, "four_trips": four_trips, "bare": bare}
     for _ in range(rounds):
         for name, make in loops.items():
             with connect(server) as conn:
@@ -245,7 +259,8 @@ def measure_rates(
 
 def print_rates(rates: dict[str, list[float]], seconds: float) -> None:
     labels = {
-        "planshift": "planshift one_statement (5 statements, pipeline mode)",
+        "planshift": "planshift one_statement (5 statements, one libpq pipeline)",
+        "cursors": "the same 5 statements pipelined through psycopg cursors (before)",
         "four_trips": "old way: BEGIN; set_config; EXPLAIN; ROLLBACK (4 trips)",
         "bare": "bare EXPLAIN on psycopg (reference, no transaction)",
         "pgbench": "pgbench -n -c 1 -j 1 -f explain.sql (simple protocol)",

@@ -9,7 +9,13 @@ from psycopg.conninfo import make_conninfo
 
 from collectors.runner import RunOptions, plan_count, run_workload
 from collectors.servers.embedded import EmbeddedCluster
-from collectors.servers.targets import open_servers, redact_conninfo, resolve_target_specs
+from collectors.servers.targets import (
+    Server,
+    open_servers,
+    redact_conninfo,
+    resolve_target_specs,
+)
+from collectors.session import connect, one_statement
 from detector.errors import PlanshiftError
 from detector.jobs.workload import load_workload
 from detector.store import Store
@@ -233,3 +239,34 @@ def test_rotation_gives_every_variant_the_first_turn_on_its_server() -> None:
         first_overall[order[0].server.name] += 1
     assert set(first_on_server.values()) == {4}, first_on_server  # 12 samples / 3 variants
     assert first_overall == {"pg15": 6, "pg18": 6}
+
+
+def test_one_statement_raises_the_servers_error_and_leaves_nothing_behind(
+    pg17: EmbeddedCluster, fresh_db: FreshDb
+) -> None:
+    conninfo = fresh_db(pg17)
+    with psycopg.connect(conninfo, autocommit=True) as setup:
+        setup.execute(
+            "CREATE TABLE t AS SELECT i AS id, i % 100 AS v FROM generate_series(1, 1000) i"
+        )
+    server = Server(name="pg17", conninfo=conninfo, source="embedded")
+    with connect(server) as conn, psycopg.connect(conninfo, autocommit=True) as other:
+        small = {"work_mem": "64kB"}
+        with pytest.raises(psycopg.errors.DivisionByZero):
+            one_statement(conn, "DELETE FROM t WHERE 1 / (id - id) = 0", None, small)
+        with pytest.raises(psycopg.errors.InvalidParameterValue):
+            one_statement(conn, "DELETE FROM t", None, {"work_mem": "-5"})
+        assert conn.info.transaction_status == psycopg.pq.TransactionStatus.IDLE
+        assert one_statement(conn, "SELECT current_setting('work_mem')", None, small)[0] == "64kB"
+        assert one_statement(conn, "SELECT current_setting('work_mem')")[0] != "64kB"
+        assert one_statement(conn, "SELECT %(v)s::int + 1", {"v": 41})[0] == "42"
+        assert one_statement(conn, "SELECT 'x%'")[0] == "x%"
+        assert one_statement(conn, "SELECT * FROM t WHERE v = 7", first_value=False)[0] == 10
+        with pytest.raises(PlanshiftError, match="no row"):
+            one_statement(conn, "SELECT 1 WHERE false")
+        one_statement(conn, "SELECT pg_advisory_lock(42)")
+        locked = other.execute("SELECT pg_try_advisory_lock(42)").fetchone()
+        assert locked == (True,)  # planshift's session released it at once
+        with pytest.raises(psycopg.errors.SyntaxError):
+            one_statement(conn, "SELECT 1; DELETE FROM t")
+        assert other.execute("SELECT count(*) FROM t").fetchone() == (1000,)
