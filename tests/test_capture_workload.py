@@ -4,6 +4,7 @@ that neither capture nor a plan-only replay writes to the source."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import time
@@ -200,6 +201,10 @@ def test_capture_writes_a_workload_that_replays_on_two_versions_with_weights(
     shown = CliRunner().invoke(app, ["compare", "--store", str(store), "-v"])
     assert "production: 420 calls" in shown.output
     assert "queries by workload impact" in shown.output
+    as_json = CliRunner().invoke(app, ["compare", "--store", str(store), "--format", "json"])
+    document = json.loads(as_json.stdout)
+    calls = {q["name"]: q["production_calls"] for q in document["queries"]}
+    assert calls == {q.name: q.calls for q in workload.queries}
 
 
 def test_capture_never_writes_to_the_source(source15: Source, tmp_path: Path) -> None:

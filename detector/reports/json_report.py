@@ -59,6 +59,9 @@ def _query(query: QueryComparison) -> dict[str, Any]:
         "point": query.point,
         "sql": query.sql,
         "plan_changed": query.plan_changed,
+        # captured workloads: executions in production, and the median change times them
+        "production_calls": query.candidate.calls or query.baseline.calls,
+        "impact_ms": _round(query.impact_ms),
         "baseline": _side(query.baseline),
         "candidate": _side(query.candidate),
         "attribution": None if query.attribution is None else dict(query.attribution),
