@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -172,3 +173,20 @@ def test_a_query_filter_loads_that_query_alone_with_its_log_entries(
             "SELECT (SELECT count(*) FROM observations), (SELECT count(*) FROM log_entries)"
         ).fetchone()
     assert counts == (len(expected), len(expected))
+
+
+def test_re_exporting_rewrites_only_what_changed(stores: dict[str, Path], tmp_path: Path) -> None:
+    lake = tmp_path / "lake"
+    copy = tmp_path / "h3.duckdb"
+    shutil.copyfile(stores["h3"], copy)
+    export_host(copy, lake, "h3")
+    files = sorted(lake.rglob("host=h3/**/data.parquet")) + sorted(lake.glob("*/host=h3/data.parquet"))
+    before = {path: path.stat().st_mtime_ns for path in files}
+    assert before
+    export_host(copy, lake, "h3")
+    assert {path: path.stat().st_mtime_ns for path in files} == before
+    with Store(copy) as store:  # a changed row: only its table's file is rewritten
+        store._con.execute("UPDATE runs SET label = label || ' (renamed)'")
+    export_host(copy, lake, "h3")
+    changed = {path for path in files if path.stat().st_mtime_ns != before[path]}
+    assert changed == {lake / "runs" / "host=h3" / "data.parquet"}

@@ -1,10 +1,11 @@
 """A fleet's logs in one lake: hive-partitioned Parquet that many hosts write at once.
 
-Layout: `LAKE/<table>/host=<HOST>/[day=<YYYY-MM-DD>/]*.parquet`, one directory per store table.
+Layout: `LAKE/<table>/host=<HOST>/[day=<YYYY-MM-DD>/]data.parquet`, a directory per store table.
 Each host ingests into its own store (the ledger that makes re-ingesting idempotent) and
-`export_host` replaces that host's directories with the store's rows: hosts never write the
-same files, so any number export at once without locks, and a reader sees each host's
-previous or next export whole (each directory is swapped in by a rename).
+`export_host` brings that host's files up to date with the store: a file per table and day
+(one per table for the tables without a time), rewritten only when its rows changed (a
+signature beside it) and swapped in by an atomic rename. Hosts never write the same files, so
+any number export at once without locks, and a reader sees each file's old or new rows whole.
 
 Reading: `materialize` builds an ordinary (temporary) store from the lake, for the hosts and
 days asked, with every id made unique per host, so timeline, top and compare run on it as on a
@@ -71,25 +72,40 @@ def store_tables(store: Store) -> list[str]:
 
 
 def _export_table(con: Any, lake: Path, table: str, host: str) -> int:
-    final = lake / table / f"host={host}"
-    staging = lake / table / f".host={host}.{os.getpid()}.tmp"
-    shutil.rmtree(staging, ignore_errors=True)
-    staging.mkdir(parents=True)
-    rows = int(con.execute(f'SELECT count(*) FROM src."{table}"').fetchone()[0])
-    if rows:
-        if table in BY_DAY:
-            select = f"SELECT *, strftime(\"{BY_DAY[table]}\", '%Y-%m-%d') AS day FROM src.\"{table}\""
-            options = "FORMAT parquet, PARTITION_BY (day), OVERWRITE_OR_IGNORE"
-            con.execute(f"COPY ({select}) TO '{_sql_path(staging)}' ({options})")
-        else:
-            target = _sql_path(staging / "data.parquet")
-            con.execute(f'COPY (SELECT * FROM src."{table}") TO \'{target}\' (FORMAT parquet)')
-    retired = lake / table / f".host={host}.{os.getpid()}.old"
-    if final.exists():
-        final.rename(retired)
-    staging.rename(final)
-    shutil.rmtree(retired, ignore_errors=True)
-    return rows
+    """Write the table's rows of each day (or all of them) to one file each, skipping the files
+    whose rows did not change since the last export (a signature beside each file)."""
+    home = lake / table / f"host={host}"
+    home.mkdir(parents=True, exist_ok=True)
+    day = f"strftime(t.\"{BY_DAY[table]}\", '%Y-%m-%d')" if table in BY_DAY else "NULL"
+    parts = con.execute(
+        f'SELECT {day} AS day, count(*), bit_xor(hash(t)) FROM src."{table}" t GROUP BY ALL'
+    ).fetchall()
+    wanted = {}
+    for part_day, count, digest in parts:
+        if not count:
+            continue
+        folder = home / f"day={part_day}" if part_day is not None else home
+        wanted[folder] = (part_day, f"{count} {digest}\n")
+    for folder, (part_day, signature) in wanted.items():
+        mark = folder / ".signature"
+        if mark.is_file() and mark.read_text() == signature:
+            continue
+        folder.mkdir(exist_ok=True)
+        where = f"WHERE {day} = '{part_day}'" if part_day is not None else ""
+        staging = folder / f".data.{os.getpid()}.tmp"
+        con.execute(
+            f'COPY (SELECT * FROM src."{table}" t {where}) TO \'{_sql_path(staging)}\' '
+            "(FORMAT parquet)"
+        )
+        os.replace(staging, folder / "data.parquet")  # atomic: readers see old or new rows
+        mark.write_text(signature)
+    for stale in home.glob("day=*"):  # days the store no longer holds
+        if stale not in wanted:
+            shutil.rmtree(stale, ignore_errors=True)
+    if home not in wanted:
+        (home / "data.parquet").unlink(missing_ok=True)
+        (home / ".signature").unlink(missing_ok=True)
+    return sum(int(count) for _, count, _ in parts if count)
 
 
 def lake_hosts(lake: Path) -> list[str]:
@@ -175,7 +191,14 @@ def _load_table(
         f"JOIN lake_hosts h ON h.host = {host}"
     )
     kept = f"SELECT * FROM ({source}) WHERE {condition}" if condition else source
-    con.execute(f'INSERT OR IGNORE INTO dst."{table}" ({names}) {kept}', [files])
+    keyed = con.execute(
+        "SELECT count(*) FROM duckdb_constraints() WHERE database_name = 'dst' "
+        "AND table_name = ? AND constraint_type = 'PRIMARY KEY'",
+        [table],
+    ).fetchone()[0]
+    # rows with a key (queries, plans: the same on several hosts) are stored once
+    verb = "INSERT OR IGNORE" if keyed else "INSERT"
+    con.execute(f'{verb} INTO dst."{table}" ({names}) {kept}', [files])
 
 
 def lake_queries(lake: Path, hosts: Sequence[str] = ()) -> dict[str, QueryRecord]:
