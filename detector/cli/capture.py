@@ -128,7 +128,7 @@ def capture(
             f"(plans only, no timings): {why}"
         )
     if report.utility:
-        kinds = sorted({one_line(s.sql, 20).split()[0].upper() for s in report.utility})
+        kinds = sorted({(s.sql.split() or ["(empty)"])[0].upper() for s in report.utility})
         say(
             f"ignored {len(report.utility)} utility and catalog statements ({', '.join(kinds[:8])})"
         )
