@@ -4,24 +4,29 @@ When two sides of a run chose different plans for the same parameter values, the
 statement is planned again (plain EXPLAIN, nothing executed) with each of its differing
 settings set back to the baseline's value, one at a time, then in the smallest combinations:
 a setting is named as the cause only when reverting it brings the baseline's plan back. When
-no setting does, the flip belongs to the server (the version's planner, or its statistics).
+no setting does, the flip belongs to the server (the version's planner, or its statistics), and
+the baseline's plan is forced on the candidate instead: the enable_* settings of the plan
+methods only the candidate's plan uses are turned off (`forcing_settings`), and kept only when
+EXPLAIN then shows the baseline's plan. Either way the plan the candidate rejected can be timed.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from itertools import combinations
 from typing import Any, Protocol
 
 import psycopg
 
 from collectors.session import one_statement
-from detector.model import fingerprint, parse_plan
+from detector.model import Plan, fingerprint, parse_plan
+from detector.model.settings import forcing_settings
 
 PLAN_ONLY = "EXPLAIN (FORMAT JSON) "
 MEASURED = "EXPLAIN (ANALYZE, TIMING OFF, FORMAT JSON) "
 MAX_COMBINED = 4  # combinations tried up to this size; beyond it, all settings at once
+MAX_FORCING_ROUNDS = 4  # plan methods forbidden in turn to force the baseline's plan
 
 
 class Planned(Protocol):
@@ -40,13 +45,25 @@ class Attribution:
     tested: tuple[str, ...]  # the differing settings that were reverted
     restores: tuple[str, ...]  # the smallest set whose revert brings the baseline's plan back
     reverted: Mapping[str, str]  # the values that revert each tested setting
+    # no revert restores it: the settings that force the baseline's plan on the candidate
+    forced: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def rejected_plan_settings(self) -> dict[str, str]:
+        """What makes the candidate run the plan it rejected (empty: nothing found does)."""
+        if self.restores:
+            return {name: self.reverted[name] for name in self.restores}
+        return dict(self.forced)
 
     def as_info(self) -> dict[str, Any]:
-        return {
+        info: dict[str, Any] = {
             "sample_index": self.sample_index,
             "tested": list(self.tested),
             "restores": list(self.restores),
         }
+        if self.forced:
+            info["forced"] = dict(self.forced)
+        return info
 
 
 def attribute(
@@ -78,9 +95,45 @@ def attribute(
         and _plan_of(candidate, sql, params, reverts, timeout) == baseline_fingerprint
     ):
         restores = everything
-    return Attribution(
-        baseline.name, candidate.name, sample_index, tuple(sorted(reverts)), restores, reverts
+    forced = (
+        {}
+        if restores
+        else _forcing(baseline, candidate, sql, params, baseline_fingerprint, timeout)
     )
+    return Attribution(
+        baseline.name,
+        candidate.name,
+        sample_index,
+        tuple(sorted(reverts)),
+        restores,
+        reverts,
+        forced,
+    )
+
+
+def _forcing(
+    baseline: Planned,
+    candidate: Planned,
+    sql: str,
+    params: Mapping[str, Any] | None,
+    baseline_fingerprint: str,
+    timeout: str,
+) -> dict[str, str]:
+    """Settings under which the candidate plans the baseline's plan: forbid the plan methods
+    only the candidate's plan uses, plan again, and forbid what the new plan still has that the
+    baseline's has not, a few rounds; empty when that never gives the baseline's plan."""
+    wanted = _plan(baseline, sql, params, {}, timeout)
+    forced: dict[str, str] = {}
+    chosen = _plan(candidate, sql, params, forced, timeout)
+    for _ in range(MAX_FORCING_ROUNDS):
+        more = {k: v for k, v in forcing_settings(chosen, wanted).items() if k not in forced}
+        if not more:
+            return {}
+        forced.update(more)
+        chosen = _plan(candidate, sql, params, forced, timeout)
+        if fingerprint(chosen) == baseline_fingerprint:
+            return forced
+    return {}
 
 
 def counterfactual(
@@ -95,7 +148,7 @@ def counterfactual(
     run with the restoring settings (which bring the baseline's plan back) and as chosen, back
     to back, alternating which goes first, after one unmeasured pass of both. The ratio is the
     median of the per-sample ratios forced / chosen: below 1, the rejected plan was faster."""
-    forced_settings = {name: found.reverted[name] for name in found.restores}
+    forced_settings = found.rejected_plan_settings
     forced_ms: list[float] = []
     chosen_ms: list[float] = []
     matched = True
@@ -145,6 +198,18 @@ def _reverts(baseline: Planned, candidate: Planned) -> dict[str, str]:
     return values
 
 
+def _plan(
+    side: Planned,
+    sql: str,
+    params: Mapping[str, Any] | None,
+    overrides: Mapping[str, str],
+    timeout: str,
+) -> Plan:
+    gucs = {"statement_timeout": timeout, **side.gucs, **overrides}
+    plan_json, _ = one_statement(side.connection, PLAN_ONLY + sql, params, gucs)
+    return parse_plan(str(plan_json))
+
+
 def _plan_of(
     side: Planned,
     sql: str,
@@ -152,9 +217,7 @@ def _plan_of(
     overrides: Mapping[str, str],
     timeout: str,
 ) -> str:
-    gucs = {"statement_timeout": timeout, **side.gucs, **overrides}
-    plan_json, _ = one_statement(side.connection, PLAN_ONLY + sql, params, gucs)
-    return fingerprint(parse_plan(str(plan_json)))
+    return fingerprint(_plan(side, sql, params, overrides, timeout))
 
 
 def first_difference(

@@ -309,7 +309,7 @@ def _attribute_flips(
                 options.statement_timeout,
             )
             info = found.as_info()
-            if found.restores and options.timing != "plan":
+            if found.rejected_plan_settings and options.timing != "plan":
                 samples = [params[i] if query.placeholders else None for i in sorted(params)]
                 info["counterfactual"] = counterfactual(
                     found,

@@ -6,19 +6,10 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from detector.model import Finding, Plan, QueryComparison, Severity
-from detector.model.settings import CATEGORIES, ENABLES, normalized
+from detector.model.settings import CATEGORIES, ENABLES, method_nodes, normalized
 from rules.base import rule
 from rules.common import emit, timing_evidence
 from rules.gucs import SettingChange, settings_changes, version_change
-
-
-def _node_types(plan: Plan) -> set[str]:
-    found: set[str] = set()
-    for _, node in plan.nodes():
-        if node.node_type == "Aggregate" and node.strategy != "Hashed":
-            continue
-        found.add(node.node_type)
-    return found
 
 
 def _is_off(value: str | None) -> bool:
@@ -32,7 +23,7 @@ def explained_by(change: SettingChange, base_plan: Plan, cand_plan: Plan) -> str
         return None
     before = change.before if change.before is not None else change.before_default
     after = change.after if change.after is not None else change.after_default
-    base_types, cand_types = _node_types(base_plan), _node_types(cand_plan)
+    base_types, cand_types = method_nodes(base_plan), method_nodes(cand_plan)
     if _is_off(after) and not _is_off(before) and node in base_types - cand_types:
         return f"forbids the baseline's {node}"
     if _is_off(before) and not _is_off(after) and node in cand_types - base_types:
@@ -176,9 +167,11 @@ def _tested_text(
     if tested.get("tested"):
         reverted = ", ".join(str(n) for n in tested["tested"])
         cause = f"the planner of {version}" if version else "the server (its statistics or state)"
-        return f"not the settings: with {reverted} set back the candidate keeps its plan; {cause}"
-    return (
+        text = f"not the settings: with {reverted} set back the candidate keeps its plan; {cause}"
+        return text + _counterfactual_text(tested.get("counterfactual"))
+    text = (
         f"no setting differs between the variants: {version}'s planner"
         if version
         else "no setting differs between the variants: the table statistics or state differ"
     )
+    return text + _counterfactual_text(tested.get("counterfactual"))

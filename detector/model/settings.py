@@ -10,6 +10,8 @@ import functools
 import re
 from collections.abc import Mapping
 
+from detector.model.plan import Plan
+
 #: Settings that scale the cost of every plan: with different values on the two sides the
 #: costs are in different units and do not compare.
 COST_UNIT_SETTINGS = (
@@ -180,6 +182,27 @@ ENABLES: Mapping[str, str] = {
     "enable_memoize": "Memoize",
     "enable_gathermerge": "Gather Merge",
 }
+
+def method_nodes(plan: Plan) -> set[str]:
+    """The plan's node types, as ENABLES names them (an Aggregate counts only when hashed)."""
+    found: set[str] = set()
+    for _, node in plan.nodes():
+        if node.node_type == "Aggregate" and node.strategy != "Hashed":
+            continue
+        found.add(node.node_type)
+    return found
+
+
+def forcing_settings(chosen: Plan, wanted: Plan) -> dict[str, str]:
+    """Settings that forbid what `chosen` uses and `wanted` does not: the enable_* of each plan
+    method only `chosen` has, and no parallel workers when only `chosen` gathers. Whether the
+    planner then picks `wanted` is for EXPLAIN to say."""
+    extra = method_nodes(chosen) - method_nodes(wanted)
+    forced = {name: "off" for name, node in ENABLES.items() if node in extra}
+    if extra & {"Gather", "Gather Merge"}:
+        forced["max_parallel_workers_per_gather"] = "0"
+    return forced
+
 
 _PLANNER_SETTING = re.compile(
     r"enable_\w+|\w+_cost|\w+_collapse_limit|geqo\w*|jit\w*|work_mem|hash_mem_multiplier"

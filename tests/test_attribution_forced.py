@@ -1,0 +1,66 @@
+"""The plan a run's candidate rejected is forced and timed even when no setting explains the flip:
+two clusters of one version whose table differs only in its visibility map."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from collectors.runner import RunOptions, run_workload
+from collectors.servers.targets import open_servers, resolve_target_specs
+from detector.engine.compare import CompareOptions, compare_sides, resolve_side
+from detector.jobs.workload import load_workload
+from detector.store import Store
+
+WORKLOAD = """
+[workload]
+name = "visibility-map"
+repetitions = 6
+warmup = 1
+
+[[targets]]
+name = "vacuumed"
+postgres = "15"
+
+[[targets]]
+name = "churned"
+postgres = "15"
+setup = "UPDATE t SET v = v + 1 WHERE id % 10 = 0; ANALYZE t"
+
+[setup]
+sql = '''
+CREATE TABLE t (id int PRIMARY KEY, v int, pad text) WITH (autovacuum_enabled = off);
+INSERT INTO t SELECT i, i % 100, repeat('x', 80) FROM generate_series(1, 200000) i;
+VACUUM ANALYZE t;
+'''
+
+[[queries]]
+name = "ids"
+sql = "SELECT count(id) FROM t WHERE id BETWEEN %(lo)s AND %(lo)s + 40000"
+params = { lo = { range = [1, 150000] } }
+"""
+
+
+def test_a_flip_no_setting_explains_is_forced_back_and_timed(tmp_path: Path) -> None:
+    path = tmp_path / "w.toml"
+    path.write_text(WORKLOAD)
+    workload = load_workload(path)
+    with (
+        open_servers(resolve_target_specs(workload.targets, [], {})) as servers,
+        Store(tmp_path / "s.duckdb") as store,
+    ):
+        run_id = run_workload(workload, servers, store, RunOptions())
+        result = compare_sides(
+            store,
+            resolve_side(store, "vacuumed", run_id),
+            resolve_side(store, "churned", run_id),
+            CompareOptions(noise_run=None),
+        )
+    (query,) = result.queries
+    assert query.plan_changed and "IndexOnlyScan" in query.baseline.dominant.signature
+    tested = query.attribution
+    assert tested is not None and tested["tested"] == [] and tested["restores"] == []
+    forced = tested["forced"]
+    assert forced and all(name.startswith(("enable_", "max_parallel")) for name in forced)
+    timed = tested["counterfactual"]
+    assert timed["forced_settings"] == forced and timed["fingerprint_matched"] is True
+    assert timed["samples"] == 6 and timed["ratio_vs_chosen"] > 0
