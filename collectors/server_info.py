@@ -26,7 +26,8 @@ RECORDED_SETTINGS = (
 )
 
 _TABLES = """
-SELECT c.oid::regclass::text, c.reltuples::bigint, pg_relation_size(c.oid)
+SELECT c.oid::regclass::text, c.reltuples::bigint, pg_relation_size(c.oid), c.relpages,
+       c.relallvisible
 FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
 WHERE c.relkind IN ('r', 'p', 'm') AND n.nspname NOT IN ('pg_catalog', 'information_schema')
   AND n.nspname NOT LIKE 'pg_toast%'
@@ -61,10 +62,17 @@ def describe_server(conn: psycopg.Connection[Any]) -> dict[str, Any]:
 
 
 def table_facts(conn: psycopg.Connection[Any]) -> dict[str, dict[str, Any]]:
-    """Estimated rows and size per user table, and the correlation of each indexed leading column."""
+    """Estimated rows, size, pages and all-visible pages (the planner's view of the visibility
+    map) per user table, and the correlation of each indexed leading column."""
     tables: dict[str, dict[str, Any]] = {}
-    for name, rows, size in conn.execute(_TABLES).fetchall():
-        tables[str(name)] = {"rows": int(rows), "bytes": int(size), "correlation": {}}
+    for name, rows, size, pages, visible in conn.execute(_TABLES).fetchall():
+        tables[str(name)] = {
+            "rows": int(rows),
+            "bytes": int(size),
+            "pages": int(pages),
+            "all_visible_pages": int(visible),
+            "correlation": {},
+        }
     for qualified, column, correlation in conn.execute(_INDEXED_COLUMN_CORRELATION).fetchall():
         table = qualified.removeprefix("public.")
         entry = tables.get(table) or tables.get(qualified)

@@ -32,6 +32,7 @@ def _fetch_ratio(node: PlanNode) -> float | None:
     near_tie=0.02,
     heap_fetch_ratio=0.2,
     min_heap_fetches=100,
+    visibility_drop=0.3,
 )
 def index_only_scan_lost(
     comparison: QueryComparison, options: Mapping[str, Any]
@@ -39,10 +40,16 @@ def index_only_scan_lost(
     """An Index Only Scan became an Index Scan or now reads its rows from the heap.
 
     ## What it flags
-    Two cases, one finding per relation read:
+    Three cases, one finding per relation read:
 
     - a relation read by Index Only Scan on the baseline is read by Index Scan
       on the candidate (paired by relation and index, not by position);
+    - a relation read by Index Only Scan on the baseline is read another way on
+      the candidate (a Bitmap Heap Scan, a Seq Scan under a Hash Join...) while
+      the share of its pages the visibility map marks all-visible (pg_class
+      relallvisible / relpages, recorded per side by `planshift run`) dropped by
+      at least `visibility_drop` (default 0.3): the flip follows the table's
+      state, not a setting;
     - the same Index Only Scan on both sides, but on the candidate its heap
       fetches reach `heap_fetch_ratio` (default 0.2) of the rows it returns and
       at least `min_heap_fetches` (default 100), where the baseline's stayed
@@ -102,7 +109,43 @@ def index_only_scan_lost(
             evidence = _evidence(old, new, old_node, new_node, context.evidence)
             message = "; ".join([f"{head}: {facts}", *context.tail])
             yield emit("PS103", comparison, message, evidence, context.severity)
+        yield from _visibility_lost(comparison, options, base_plan, cand_plan)
     yield from _heap_fetches(comparison, options, base_plan, cand_plan)
+
+
+def _visibility_lost(
+    comparison: QueryComparison, options: Mapping[str, Any], base_plan: Plan, cand_plan: Plan
+) -> Iterator[Finding]:
+    """Index Only Scans gone (other than to an Index Scan) where the visibility map shrank."""
+    cand = accesses(cand_plan)
+    for old in (a for a in accesses(base_plan) if a.node_type == INDEX_ONLY):
+        now = [a for a in cand if a.relation == old.relation]
+        if any(a.node_type in (INDEX_ONLY, "Index Scan") for a in now):
+            continue
+        before = comparison.baseline.all_visible(old.relation)
+        after = comparison.candidate.all_visible(old.relation)
+        if before is None or after is None or before - after < float(options["visibility_drop"]):
+            continue
+        context = flip_context(comparison, float(options["near_tie"]))
+        read = ", ".join(scan_text(a.node_type.replace(" ", ""), a.index_name) for a in now)
+        message = (
+            f"{old.relation}: {scan_text('IndexOnlyScan', old.index_name)} -> "
+            f"{read or 'not read by a scan of its own'}: all-visible pages {before:.0%} -> "
+            f"{after:.0%}: the visibility map no longer covers the table, so an index-only "
+            "scan would read the heap (VACUUM sets it)"
+        )
+        evidence = {
+            "relation": old.relation,
+            "from_node": old.node_type,
+            "to_nodes": [a.node_type for a in now],
+            "index": old.index_name,
+            "baseline_all_visible": before,
+            "candidate_all_visible": after,
+            **context.evidence,
+        }
+        yield emit(
+            "PS103", comparison, "; ".join([message, *context.tail]), evidence, context.severity
+        )
 
 
 def _heap_fetches(

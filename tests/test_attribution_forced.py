@@ -64,3 +64,9 @@ def test_a_flip_no_setting_explains_is_forced_back_and_timed(tmp_path: Path) -> 
     timed = tested["counterfactual"]
     assert timed["forced_settings"] == forced and timed["fingerprint_matched"] is True
     assert timed["samples"] == 6 and timed["ratio_vs_chosen"] > 0
+    assert query.baseline.all_visible("t") == 1.0 and query.candidate.all_visible("t") == 0.0
+    (vm,) = [f for f in result.findings if f.code == "PS103"]
+    assert "t: IndexOnlyScan(t_pkey) -> BitmapHeapScan(t_pkey): all-visible pages 100% -> 0%" in (
+        vm.message
+    )
+    assert "the visibility map no longer covers the table" in vm.message

@@ -113,6 +113,7 @@ def make_side(
         planning_ms,
         (),
         (),
+        target.info.get("tables") or {},
     )
 
 
@@ -179,6 +180,7 @@ class _Sides:
                 _windows(_known(g.planning_ms, g.planning_known), known_planning[side_rows]),
                 _windows(_known(g.sample_indices, g.duration_known), samples),
                 _windows(_known(g.total_cost, g.duration_known), samples),
+                [side.info.get("tables") or {} for side in sides],
             )
         )
 

@@ -163,6 +163,18 @@ class Side:
     # i of one side ran with the same parameters as sample i of the other
     sample_indices: Sequence[int] = ()
     costs: Sequence[float] = ()
+    # the side's tables as its server's statistics saw them (rows, pages, all_visible_pages,
+    # correlation), when the run recorded them
+    tables: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+
+    def all_visible(self, relation: str) -> float | None:
+        """Share of the relation's pages the visibility map marks all-visible (pg_class)."""
+        facts = self.tables.get(relation) or self.tables.get(relation.removeprefix("public."))
+        pages = (facts or {}).get("pages")
+        visible = (facts or {}).get("all_visible_pages")
+        if not pages or visible is None:
+            return None
+        return min(float(visible) / float(pages), 1.0)
 
     def by_sample(self) -> dict[int, tuple[float, float]]:
         """(duration ms, total cost) per sample index; empty when samples are not indexed (logs,
