@@ -6,9 +6,11 @@ import json
 import shutil
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import duckdb
+import psycopg
 import pytest
 
 from detector.errors import PlanshiftError
@@ -190,3 +192,23 @@ def test_re_exporting_rewrites_only_what_changed(stores: dict[str, Path], tmp_pa
     export_host(copy, lake, "h3")
     changed = {path for path in files if path.stat().st_mtime_ns != before[path]}
     assert changed == {lake / "runs" / "host=h3" / "data.parquet"}
+
+
+def test_snapshots_reach_the_lake_under_the_host_name(
+    pg17: object, fresh_db: Callable[[object], str], tmp_path: Path
+) -> None:
+    dsn = fresh_db(pg17)
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute("CREATE EXTENSION pg_stat_statements")
+    store, lake = tmp_path / "db9.duckdb", tmp_path / "lake"
+    unnamed = planshift("snapshot", "--target", dsn, "--store", store, "--lake", lake)
+    assert unnamed.returncode == 2 and "--lake needs --name" in unnamed.stderr
+    for _ in range(2):
+        done = planshift("snapshot", "--target", dsn, "--name", "db9", "--store", store, "--lake", lake)
+        assert done.returncode == 0, done.stderr
+    assert lake_hosts(lake) == ["db9"]
+    merged = tmp_path / "all.duckdb"
+    materialize(lake, merged)
+    with Store(merged, read_only=True) as read, Store(store, read_only=True) as own:
+        count = "SELECT count(*) FROM pgss_snapshots"
+        assert read._con.execute(count).fetchone() == own._con.execute(count).fetchone() != (0,)

@@ -30,6 +30,7 @@ PLANSHIFT = Path(sys.executable).parent / "planshift"
 SKIPPED = {
     "The two commands": "make demo / make test are the harness that runs this test",
     "Postmortems": "needs a production server and its logs (tests/test_timeline.py, test_ingest.py)",
+    "Fleets": "needs hosts and their logs (tests/test_lake.py runs these commands on captured logs)",
 }
 README_DSN = "postgresql://app@db1/app"
 
