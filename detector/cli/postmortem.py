@@ -12,7 +12,9 @@ from detector.cli.common import (
     DEFAULT_STORE,
     FormatOption,
     LakeOption,
+    SinceOption,
     StoreOption,
+    UntilOption,
     check_format,
     out,
     print_json,
@@ -130,10 +132,8 @@ def timeline(
     query: Annotated[
         str | None, typer.Option("--query", "-q", help="Query key (or its prefix) or name.")
     ] = None,
-    since: Annotated[
-        str | None, typer.Option(help="From this time (2026-11-22T14:00, or 14:00 UTC).")
-    ] = None,
-    until: Annotated[str | None, typer.Option(help="Until this time (excluded).")] = None,
+    since: SinceOption = None,
+    until: UntilOption = None,
     source: Annotated[str | None, typer.Option(help="Only this log source.")] = None,
     limit: Annotated[int, typer.Option(help="Show at most this many queries.")] = 20,
     top: Annotated[
@@ -176,7 +176,7 @@ def timeline(
         if as_json:
             print_json(top_document(found))
         return
-    with user_errors(), store_or_lake(store, lake, source, since, until) as path:
+    with user_errors(), store_or_lake(store, lake, source, since, until, query) as path:
         timelines = show_timeline(
             store_path=path,
             query=query,
