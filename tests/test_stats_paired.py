@@ -96,11 +96,14 @@ def textbook_biweight(x: np.ndarray) -> tuple[float, float]:
 @pytest.mark.parametrize("n", [5, 10, 11, 30])
 def test_the_biweight_matches_its_textbook_form(n: int) -> None:
     rows = np.random.default_rng(n).standard_t(2, (40, n)) * 0.1
-    location, se, df = biweight_t(rows)
+    location, se, df, counted = biweight_t(rows)
     expected = [textbook_biweight(row) for row in rows]
     assert location == pytest.approx([e[0] for e in expected], rel=1e-9, abs=1e-12)
     assert se == pytest.approx([e[1] for e in expected], rel=1e-9)
     assert df == (n - 1) / 2
+    mads = np.median(np.abs(rows - np.median(rows, axis=1)[:, None]), axis=1)
+    inside = np.abs(rows - location[:, None]) < 9 * mads[:, None]
+    assert counted.tolist() == inside.sum(axis=1).tolist()
 
 
 def test_the_interval_and_the_test_always_agree() -> None:
@@ -230,3 +233,16 @@ def test_a_query_p_value_does_not_depend_on_the_other_queries() -> None:
     tied = ([0.05] * 20, [0.05, 0.055] + [0.06] * 18)
     alone = compare_paired_batch([(base, cand)])[0].p_value
     assert compare_paired_batch([(base, cand), tied])[0].p_value == alone
+
+
+def test_a_verdict_needs_five_pairs_that_agree() -> None:
+    # measured: an A/A query at 5 pairs under two CPU burners (bench/bench_detection.py)
+    a = [0.805, 1.782, 3.048, 1.458, 2.537]
+    b = [0.730, 1.597, 7.142, 1.326, 6.551]
+    result = compare_paired(a, b)
+    assert result.verdict is Verdict.INCONCLUSIVE
+    assert result.reason.startswith("only 3 of 5 pairs agree")
+    assert result.decide_at is not None and result.decide_at > 5
+    agreeing = [0.9 * x for x in (1.0, 2.0, 3.0, 1.5, 2.5)]
+    more = compare_paired([*a, 1.0, 2.0, 3.0, 1.5, 2.5], [*b, *agreeing])
+    assert more.verdict is Verdict.IMPROVED  # 8 of 10 agree: the test decides

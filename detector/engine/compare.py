@@ -68,7 +68,9 @@ HOW_IT_DECIDES = f"""\
   - `unchanged` when the whole interval lies inside the ±{_DEFAULTS.min_effect:.0%} margin of the
     minimum effect; a noise floor never widens it, it can only make a verdict `inconclusive`.
   - Everything else is `inconclusive`, shown with its effect, interval, reason and about how many
-    samples would decide it. Fewer than {_DEFAULTS.min_samples} samples is always `inconclusive`.
+    samples would decide it. Fewer than {_DEFAULTS.min_samples} samples is always `inconclusive`,
+    and so is an interleaved comparison with fewer than {_DEFAULTS.min_samples} pairs within 9
+    median absolute deviations of its effect.
 """
 
 

@@ -19,6 +19,9 @@ independent samples would leave both in the noise. Per query, on the log ratios:
   simulated A/A comparisons at 5-10 pairs fall below p = 0.05; with (n - 1) / 2, 5-8%, clean
   or with one execution in eight descheduled (tests/test_stats_paired.py checks it). So the
   interval and the test always agree: the CI excludes 1.0 exactly when p < 0.05;
+* fewer than `min_samples` pairs (default 5) within 9 MADs is `inconclusive`, like fewer
+  pairs in all: at 5 pairs, three that agree closely and two far away are no verdict (an A/A
+  query under two CPU burners read 1.11x faster, p = 0.001, that way);
 * the minimum effect, the A/A noise floor and the equivalence margin apply as to unpaired
   samples (`detector.engine.stats.decide`).
 
@@ -41,6 +44,7 @@ from detector.engine.stats import (
     FLOOR_MS,
     Bools,
     Floats,
+    Ints,
     Options,
     decide,
     unchanged_reason,
@@ -138,8 +142,9 @@ def _floors(noise_floor: Sequence[float | None] | None, count: int) -> list[floa
     return floors
 
 
-def biweight_t(rows: Floats) -> tuple[Floats, Floats, float]:
-    """Per row: (biweight location, its standard error, degrees of freedom of its t)."""
+def biweight_t(rows: Floats) -> tuple[Floats, Floats, float, Ints]:
+    """Per row: (biweight location, its standard error, degrees of freedom of its t, how many
+    pairs the standard error counts: those within `SCALE_C` MADs of the location)."""
     n = rows.shape[1]
     median = np.median(rows, axis=1)
     deviation = np.abs(rows - median[:, None])
@@ -159,17 +164,17 @@ def biweight_t(rows: Floats) -> tuple[Floats, Floats, float]:
     spread = (off**2 * (1 - u2) ** 4).sum(axis=1)
     weight = ((1 - u2) * (1 - 5 * u2)).sum(axis=1)
     se = np.sqrt(spread) / np.maximum(np.abs(weight), 1e-300)
-    return location, se, (n - 1) / 2
+    return location, se, (n - 1) / 2, np.asarray((u2 < 1).sum(axis=1), np.int64)
 
 
-def _test(rows: Floats) -> tuple[Floats, Floats, Floats, Floats]:
-    """(effect, CI low, CI high, two-sided p) per row, from the one biweight t statistic."""
-    location, se, df = biweight_t(rows)
+def _test(rows: Floats) -> tuple[Floats, Floats, Floats, Floats, Ints]:
+    """(effect, CI low, CI high, two-sided p, pairs counted) per row, from the one biweight t."""
+    location, se, df, counted = biweight_t(rows)
     spread = se > 0
     t = np.abs(location) / np.where(spread, se, 1.0)
     p = np.where(spread, 2 * sps.t.sf(t, df), np.where(location == 0, 1.0, 0.0))
     half = float(sps.t.ppf(1 - (1 - CONFIDENCE) / 2, df)) * se
-    return np.exp(location), np.exp(location - half), np.exp(location + half), p
+    return np.exp(location), np.exp(location - half), np.exp(location + half), p, counted
 
 
 def _decide_rows(rows: Floats, floors: list[float | None], opts: Options) -> list[TimingComparison]:
@@ -182,13 +187,21 @@ def _decide_rows(rows: Floats, floors: list[float | None], opts: Options) -> lis
             else _decide_rows(rows[i : i + 1], floors[i : i + 1], opts)[0]
             for i in range(count)
         ]
-    effects, lows, highs, ps = _test(rows)
+    effects, lows, highs, ps, counts = _test(rows)
     plain = _plainly_unchanged(effects, lows, highs, ps, floors, opts).tolist()
     unchanged = unchanged_reason(opts.min_effect)
     effect, low, high, p = effects.tolist(), lows.tolist(), highs.tolist(), ps.tolist()
+    counted: list[int] = counts.tolist()
     out = []
     for i in range(count):
-        if plain[i]:
+        if counted[i] < opts.min_samples:  # a verdict would rest on a handful of pairs
+            verdict = Verdict.INCONCLUSIVE
+            reason = (
+                f"only {counted[i]} of {n} pairs agree (the others are over {SCALE_C:g} MADs "
+                f"away: descheduled executions?); fewer than {opts.min_samples} decide nothing"
+            )
+            decide_at = max(n + 1, math.ceil(n * opts.min_samples / max(counted[i], 1)))
+        elif plain[i]:
             verdict, reason, decide_at = Verdict.UNCHANGED, unchanged, None
         else:
             verdict, reason = decide(effect[i], low[i], high[i], p[i], opts, floors[i])
