@@ -32,3 +32,4 @@ bench: bootstrap
 	$(BIN)/python bench/bench_detection.py
 	$(BIN)/python bench/bench_overhead.py
 	$(BIN)/python bench/bench_ingest.py
+	$(BIN)/python bench/bench_fleet.py

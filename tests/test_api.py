@@ -11,7 +11,7 @@ import pytest
 
 import detector
 from detector import CompareOptions, PlanshiftError, Store, compare, compare_plans
-from tests.report_store import fixed_store
+from tests.helpers import fixed_store
 
 PLANS = Path(__file__).resolve().parent / "fixtures" / "plans" / "pg17"
 

@@ -13,7 +13,7 @@ from collectors.servers.embedded import EmbeddedCluster
 from collectors.servers.targets import open_servers, resolve_target_specs
 from detector.jobs.workload import load_workload
 from detector.store import Store
-from tests.conftest import FreshDb
+from tests.helpers import FreshDb
 
 WORKLOAD = """
 [workload]

@@ -16,46 +16,13 @@ import pytest
 
 from collectors.servers.embedded import EmbeddedCluster
 from detector.cli.app import app
-from tests.conftest import FreshDb
+from tests.helpers import FORCED_PLANS_WORKLOAD as WORKLOAD
+from tests.helpers import FreshDb, planshift
 
 COMMANDS = sorted(c.name or c.callback.__name__ for c in app.registered_commands if c.callback)
 
-WORKLOAD = """
-[workload]
-name = "cli-test"
-repetitions = 8
-warmup = 1
-
-[setup]
-sql = '''
-DROP TABLE IF EXISTS t;
-CREATE TABLE t (id int PRIMARY KEY, v int NOT NULL, pad text NOT NULL);
-INSERT INTO t SELECT i, i % 100, repeat('x', 200) FROM generate_series(1, 50000) i;
-VACUUM ANALYZE t;
-'''
-
-[variants.indexed]
-enable_seqscan = "off"
-[variants.seqscan]
-enable_indexscan = "off"
-enable_bitmapscan = "off"
-enable_indexonlyscan = "off"
-
-[[queries]]
-name = "lookup"
-sql = "SELECT v FROM t WHERE id = %(id)s"
-params = { id = { range = [1, 50000] } }
-"""
 
 
-def planshift(*args: str | Path, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "detector", *map(str, args)],
-        capture_output=True,
-        text=True,
-        cwd=cwd,
-        timeout=300,
-    )
 
 
 @pytest.mark.parametrize("command", COMMANDS)

@@ -10,8 +10,8 @@ import jsonschema
 import pytest
 
 from collectors.servers.embedded import EmbeddedCluster
-from tests.conftest import FreshDb
-from tests.test_cli import WORKLOAD, planshift
+from tests.helpers import FORCED_PLANS_WORKLOAD as WORKLOAD
+from tests.helpers import FreshDb, planshift
 
 SCHEMAS = Path(__file__).resolve().parents[1] / "detector" / "reports" / "schema"
 

@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 
 from collectors.servers.embedded import EmbeddedCluster
 from detector.cli.app import app
-from tests.conftest import FreshDb
+from tests.helpers import FreshDb
 
 CASES = 220
 HOSTILE_SQL = [

@@ -11,9 +11,7 @@ from detector.engine.approvals import read_approvals
 from detector.engine.config import load_config, parse_config
 from detector.errors import PlanshiftError
 from detector.jobs.gate import parse_rule_option
-from tests.conftest import FreshDb
-from tests.test_cli import WORKLOAD as FORCED_PLANS_WORKLOAD
-from tests.test_cli import planshift
+from tests.helpers import FORCED_PLANS_WORKLOAD, FreshDb, planshift
 
 WORKLOAD = FORCED_PLANS_WORKLOAD.replace('name = "cli-test"', 'name = "gate-test"') + """
 [[queries]]

@@ -11,7 +11,7 @@ from detector.engine.compare import CompareOptions, compare_sides, resolve_side
 from detector.jobs.workload import load_workload
 from detector.model import Verdict
 from detector.store import Store
-from tests.conftest import FreshDb
+from tests.helpers import FreshDb
 
 WORKLOAD = """
 [workload]

@@ -10,70 +10,29 @@ import sys
 from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
-from typing import Any
 
 import pytest
 from typer.testing import CliRunner
 
 from collectors.logs import batches as log_batches
-from collectors.logs.autoexplain import IngestOptions, LogIngest
 from collectors.logs.plans import duration_of
 from collectors.logs.prefix import TimeParser
-from collectors.servers.installations import find_installation
 from detector.cli.app import app
-from detector.errors import PlanshiftError
 from detector.store import OBSERVATION_COLUMNS, Store
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "fixtures" / "logs"))
-from capture_logs import MODES, PREFIX, capture, expected_plans, mixed_workload
+from capture_logs import MODES, PREFIX, expected_plans
+
+from tests.helpers import Rows, ingest, stored
 
 pytestmark = pytest.mark.pg
-_LOGS: dict[int, Path] = {}
-
-Rows = list[tuple[Any, ...]]
 
 
-@pytest.fixture(scope="session")
-def live_logs(tmp_path_factory: pytest.TempPathFactory) -> Callable[[int], Path]:
-    """Logs written by a real cluster of that major version during this test session."""
-
-    def logs(major: int) -> Path:
-        if major not in _LOGS:
-            try:
-                find_installation(major)
-            except PlanshiftError:
-                pytest.skip(f"PostgreSQL {major} is not installed")
-            out = tmp_path_factory.mktemp(f"logs{major}")
-            _LOGS[major] = capture(major, out, mixed_workload)
-        return _LOGS[major]
-
-    return logs
 
 
-def ingest(
-    store_path: Path, *files: Path, prefix: str | None = PREFIX, source: str = "log"
-) -> list[Any]:
-    with Store(store_path) as store:
-        run_id = store.begin_run("ingest test", workload_hash=None, tool_version="t", host="h")
-        target = store.add_target(
-            run_id, source, source="log", server_version_num=None, gucs={}, info={}
-        )
-        engine = LogIngest(store, target, IngestOptions(log_line_prefix=prefix, batch_size=7))
-        reports = [engine.ingest(path) for path in files]
-        store.finish_run(run_id)
-    return reports
 
 
-def stored(store_path: Path) -> Rows:
-    with Store(store_path, read_only=True) as store:
-        return list(
-            store._con.execute(
-                "SELECT e.database, q.sql, o.params, o.fingerprint, o.duration_ms, "
-                "o.collected_at, e.queryid, e.plan_format, e.analyzed, o.actual_rows, "
-                "o.shared_hit FROM observations o JOIN queries q USING (query_key) "
-                "JOIN log_entries e USING (observation_id) ORDER BY ALL"
-            ).fetchall()
-        )
+
 
 
 @pytest.mark.parametrize("major", [15, 17, 18])

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from detector.store import Store
-from tests.test_ingest import ingest, stored
+from tests.helpers import ingest, stored
 
 LOGS = Path(__file__).resolve().parent / "fixtures" / "logs"
 REPRO = LOGS / "repro"  # cut from real server logs (issue 13)

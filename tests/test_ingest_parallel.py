@@ -16,45 +16,16 @@ import pytest
 
 from collectors.logs import autoexplain as autoexplain_log
 from collectors.logs import parallel as log_parallel
-from collectors.logs.autoexplain import IngestOptions, LogIngest
 from detector.errors import PlanshiftError
-from detector.store import Store
-from tests.test_ingest import live_logs
-from tests.test_ingest_robustness import consistent, corrupt, json_entries, with_pid
+from tests.helpers import consistent, contents, corrupt, ingest_with, json_entries, with_pid
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "fixtures" / "logs"))
-from capture_logs import PREFIX
 
 pytestmark = pytest.mark.pg
-__all__ = ["live_logs"]
 
 
-def ingest_with(store_path: Path, log: Path, workers: int) -> autoexplain_log.FileReport:
-    with Store(store_path) as store:
-        run_id = store.begin_run("parallel test", workload_hash=None, tool_version="t", host="h")
-        target = store.add_target(
-            run_id, "log", source="log", server_version_num=None, gucs={}, info={}
-        )
-        options = IngestOptions(log_line_prefix=PREFIX, batch_size=50, workers=workers)
-        report = LogIngest(store, target, options).ingest(log)
-        store.finish_run(run_id)
-    return report
 
 
-def contents(store_path: Path) -> dict[str, list[tuple[Any, ...]]]:
-    with Store(store_path, read_only=True) as store:
-        con = store._con
-        return {
-            table: con.execute(f"SELECT * EXCLUDE ({skip}) FROM {table} ORDER BY ALL").fetchall()
-            for table, skip in (
-                ("observations", "observation_id"),
-                ("log_entries", "observation_id"),
-                ("log_problems", "recorded_at"),
-                ("log_files", "first_ingested_at, last_ingested_at"),
-                ("queries", "name"),
-                ("plans", "first_seen"),
-            )
-        }
 
 
 def woven(entries: list[bytes]) -> bytes:

@@ -17,48 +17,21 @@ import pytest
 
 from collectors.logs import formats as log_formats
 from detector.store import Store
-from tests.test_ingest import ingest, live_logs, stored
+from tests.helpers import ingest, stored
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "fixtures" / "logs"))
 from capture_logs import PREFIX, plan_entries, replicate
 
+from tests.helpers import consistent, corrupt, json_entries, with_pid
+
 pytestmark = pytest.mark.pg
-__all__ = ["live_logs"]  # the session fixture, shared with test_ingest
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def consistent(store_path: Path) -> tuple[int, int]:
-    """The store's invariants after any ingest; returns (observations, problems)."""
-    with Store(store_path, read_only=True) as store:
-        con = store._con
-        (observations,) = con.execute("SELECT count(*) FROM observations").fetchone()
-        (entries,) = con.execute("SELECT count(*) FROM log_entries").fetchone()
-        (ledger_plans, ledger_problems) = con.execute(
-            "SELECT coalesce(sum(plans), 0), coalesce(sum(problems), 0) FROM log_files"
-        ).fetchone()
-        (problems,) = con.execute("SELECT count(*) FROM log_problems").fetchone()
-        (orphans,) = con.execute(
-            "SELECT count(*) FROM observations o WHERE NOT EXISTS "
-            "(SELECT 1 FROM plans p WHERE p.fingerprint = o.fingerprint) OR NOT EXISTS "
-            "(SELECT 1 FROM queries q WHERE q.query_key = o.query_key)"
-        ).fetchone()
-        (duplicates,) = con.execute(
-            "SELECT count(*) FROM (SELECT file_id, byte_offset FROM log_entries "
-            "GROUP BY ALL HAVING count(*) > 1)"
-        ).fetchone()
-    assert observations == entries == ledger_plans
-    assert problems == ledger_problems
-    assert orphans == 0 and duplicates == 0
-    return int(observations), int(problems)
 
 
-def json_entries(logs: Path) -> list[bytes]:
-    return [e for e in plan_entries(logs / "pg.log") if b"@json_on " in e.split(b"\n", 1)[0]]
 
 
-def with_pid(entry: bytes, pid: int) -> bytes:
-    head, _, rest = entry.partition(b"] ")
-    return head.rsplit(b"[", 1)[0] + b"[%d] " % pid + rest
 
 
 def test_interleaved_backends_are_reassembled(
@@ -90,32 +63,6 @@ def test_interleaved_backends_are_reassembled(
     assert stored(tmp_path / "woven.duckdb") == stored(tmp_path / "clean.duckdb")
 
 
-def corrupt(data: bytes, rng: random.Random, operations: int) -> bytes:
-    lines = data.splitlines(keepends=True)
-    for _ in range(operations):
-        at = rng.randrange(len(lines))
-        operation = rng.choice(
-            ["truncate", "delete", "garbage", "duplicate", "swap", "flip", "json", "nul"]
-        )
-        line = lines[at]
-        if operation == "truncate":
-            lines[at] = line[: rng.randrange(len(line) + 1)]
-        elif operation == "delete":
-            del lines[at]
-        elif operation == "garbage":
-            lines.insert(at, bytes(rng.randrange(256) for _ in range(rng.randrange(1, 300))))
-        elif operation == "duplicate":
-            lines.insert(at, line)
-        elif operation == "swap" and at + 1 < len(lines):
-            lines[at], lines[at + 1] = lines[at + 1], lines[at]
-        elif operation == "flip" and line:
-            position = rng.randrange(len(line))
-            lines[at] = line[:position] + bytes([rng.randrange(256)]) + line[position + 1 :]
-        elif operation == "json":
-            lines[at] = line.replace(b'"', b"", 1).replace(b":", b"", 1)
-        elif operation == "nul":
-            lines[at] = b"\x00" * rng.randrange(1, 50) + line
-    return b"".join(lines)
 
 
 @pytest.mark.parametrize("name", ["pg.log", "pg.csv", "pg.json"])

@@ -11,7 +11,7 @@ from collectors.servers.installations import find_installation
 from collectors.setup_check import check_server, config_snippet
 from detector.cli.app import app
 from detector.errors import PlanshiftError
-from tests.conftest import FreshDb
+from tests.helpers import FreshDb
 
 pytestmark = pytest.mark.pg
 

@@ -15,7 +15,7 @@ from typer.testing import CliRunner, Result
 
 from detector.cli.app import app
 from detector.store import Store
-from tests.test_ingest_robustness import consistent
+from tests.helpers import consistent
 
 LOGS = Path(__file__).resolve().parent / "fixtures" / "logs"
 SOURCES = sorted(

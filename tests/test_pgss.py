@@ -16,7 +16,7 @@ from detector.engine.timeline import PgssDelta, store_pgss_deltas
 from detector.errors import PlanshiftError
 from detector.jobs.ingest import take_snapshot
 from detector.store import Store
-from tests.conftest import FreshDb
+from tests.helpers import FreshDb
 
 pytestmark = pytest.mark.pg
 QUERY = "SELECT count(*) FROM pg_class WHERE relpages >= %s"

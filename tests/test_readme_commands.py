@@ -21,7 +21,7 @@ import psycopg
 import pytest
 
 from collectors.servers.embedded import EmbeddedCluster
-from tests.conftest import FreshDb
+from tests.helpers import FreshDb
 
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"

@@ -19,7 +19,7 @@ from detector.reports.common import findings_by_query, fmt_number, slug
 from detector.reports.github import escape_data, escape_property
 from detector.reports.plan_diff import align, q_error
 from detector.reports.sweeps import crossings
-from tests.report_store import fixed_store
+from tests.helpers import fixed_store
 
 ROOT = Path(__file__).resolve().parent.parent
 PLANS = ROOT / "tests" / "fixtures" / "plans" / "pg15"

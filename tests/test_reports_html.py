@@ -32,7 +32,7 @@ from tests.chromium import (
     needs_chromium,
     rendered,
 )
-from tests.report_store import fixed_store
+from tests.helpers import fixed_store
 
 ROOT = Path(__file__).resolve().parent.parent
 STORE = fixed_store()

@@ -36,7 +36,7 @@ from detector.reports.escape import (
     single_line,
     visible,
 )
-from tests.report_store import COMMITTED
+from tests.helpers import COMMITTED
 
 TERMINAL = "q\x1b[2J\x1b]0;pwned\x07\x1b]52;c;ZXZpbA==\x07"
 FENCE = "```\n<img src=x onerror=alert(1)>\n```"

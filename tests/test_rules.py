@@ -32,7 +32,6 @@ from __future__ import annotations
 import ast
 import json
 import re
-import statistics
 import sys
 import tomllib
 from pathlib import Path
@@ -41,26 +40,18 @@ from typing import Any
 import pytest
 
 import rules
-from detector.engine import stats
 from detector.model import (
     Finding,
-    PlanVariant,
     QueryComparison,
     ScanAccess,
     Severity,
-    Side,
-    fingerprint,
-    parse_plan,
-    signature,
 )
 from detector.model.units import fmt_duration, fmt_ratio
 from rules import base
 from rules.common import relative_gap
 from rules.ps101_index_to_bitmap_scan import index_to_bitmap_pairs
+from tests.helpers import CASE_FILES, CASES_DIR, ROOT, load_case
 
-ROOT = Path(__file__).resolve().parent.parent
-CASES_DIR = ROOT / "tests" / "fixtures" / "rules"
-CASE_FILES = sorted(CASES_DIR.glob("PS*/*.toml"))
 DOCS_URL = re.compile(r"https://www\.postgresql\.org/docs/current/([a-z0-9-]+\.html)(?:#[A-Z0-9-]+)?")
 #: the PostgreSQL documentation pages the rule docs cite (docs/current/<page>): a typo fails
 DOCS_PAGES = {
@@ -92,65 +83,10 @@ DOCS_PAGES = {
 }
 
 
-def _load_side(label: str, raw: dict[str, Any]) -> Side:
-    entries = raw.get("plans") or [{"fixture": raw["plan"]}]
-    durations = tuple(float(d) for d in raw["durations_ms"])
-    variants: list[PlanVariant] = []
-    docs: dict[str, dict[str, Any]] = {}
-    for entry in entries:
-        doc = json.loads((ROOT / entry["fixture"]).read_text())
-        plan = parse_plan(doc["explain"])
-        samples = int(entry.get("samples", len(durations)))
-        median = entry.get("median_ms", statistics.median(durations) if len(entries) == 1 else None)
-        fp = fingerprint(plan)
-        docs[fp] = doc
-        shared = float(plan.buffers_total().shared_total)
-        variants.append(
-            PlanVariant(fp, signature(plan), plan, samples, median, plan.total_cost, shared)
-        )
-    variants.sort(key=lambda v: (-v.samples, v.fingerprint))
-    dominant = docs[variants[0].fingerprint]
-    settings = raw.get("settings", dominant.get("gucs") or {})
-    return Side(
-        label=raw.get("label", label),
-        server_version_num=dominant.get("server_version_num"),
-        settings={str(k): str(v) for k, v in settings.items()},
-        plans=tuple(variants),
-        durations_ms=durations,
-        timing=stats.timing_stats(durations),
-        planning_ms=tuple(float(p) for p in raw.get("planning_ms", ())),
-    )
 
 
-def load_case(path: Path) -> tuple[dict[str, Any], QueryComparison]:
-    case = tomllib.loads(path.read_text())
-    baseline = _load_side("baseline", case["baseline"])
-    candidate = _load_side("candidate", case["candidate"])
-    timing = stats.compare_timings(
-        baseline.durations_ms, candidate.durations_ms, **case.get("timing", {})
-    )
-    fixture = case["baseline"].get("plan") or case["baseline"]["plans"][0]["fixture"]
-    sql = json.loads((ROOT / fixture).read_text()).get("sql", "")
-    comparison = QueryComparison(
-        query_key=f"{path.parent.name}/{path.stem}",
-        query_name=path.stem,
-        sql=sql,
-        baseline=baseline,
-        candidate=candidate,
-        timing=timing,
-        approved=_approved(case),
-    )
-    return case, comparison
 
 
-def _approved(case: dict[str, Any]) -> frozenset[str] | None:
-    """`approved_plans = [fixture paths]`: the fingerprints of those captured plans."""
-    if "approved_plans" not in case:
-        return None
-    return frozenset(
-        fingerprint(parse_plan(json.loads((ROOT / path).read_text())["explain"]))
-        for path in case["approved_plans"]
-    )
 
 
 def _run(case: dict[str, Any], comparison: QueryComparison, code: str) -> list[Finding]:

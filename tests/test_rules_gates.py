@@ -7,7 +7,7 @@ from dataclasses import replace
 
 from detector.model import QueryComparison, Verdict
 from rules import RuleRunner, all_rules
-from tests.test_rules import CASE_FILES, load_case
+from tests.helpers import CASE_FILES, load_case
 
 
 def comparisons() -> list[QueryComparison]:

@@ -19,7 +19,7 @@ from collectors.session import connect, one_statement
 from detector.errors import PlanshiftError
 from detector.jobs.workload import load_workload
 from detector.store import Store
-from tests.conftest import FreshDb
+from tests.helpers import FreshDb
 
 WORKLOAD = """
 [workload]

@@ -17,7 +17,7 @@ from detector.errors import PlanshiftError
 from detector.jobs.workload import load_workload
 from detector.model.workload import Query
 from detector.store import Store
-from tests.conftest import FreshDb
+from tests.helpers import FreshDb
 
 HEAD = """
 [workload]

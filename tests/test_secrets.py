@@ -20,7 +20,7 @@ from collectors.servers.embedded import EmbeddedCluster
 from collectors.servers.targets import redact_secrets
 from detector.cli.app import app
 from detector.store import Store
-from tests.conftest import FreshDb
+from tests.helpers import FreshDb
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "fixtures" / "logs"))
 from capture_logs import PREFIX, capture  # type: ignore[import-not-found]

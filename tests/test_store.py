@@ -16,7 +16,6 @@ import pytest
 from detector.errors import PlanshiftError
 from detector.model import (
     Finding,
-    Observation,
     Plan,
     Severity,
     fingerprint,
@@ -26,52 +25,7 @@ from detector.model import (
 )
 from detector.store import PgssEntry, Store
 from detector.store.migrate import load_migrations
-
-FIXTURES = Path(__file__).parent / "fixtures"
-STORE_PLANS = FIXTURES / "store"
-T0 = datetime(2024, 5, 1, 12, 0, tzinfo=UTC)
-
-
-def fixture(name: str) -> tuple[Plan, str]:
-    """A captured plan (tests/fixtures/store/capture.py) and its EXPLAIN JSON text."""
-    document = json.loads((STORE_PLANS / f"{name}.json").read_text())
-    return parse_plan(document["explain"]), json.dumps(document["explain"])
-
-
-def observation(target_id: int, name: str, sample: int = 0, **changes: Any) -> Observation:
-    """An execution of fixture `name` (query_key = name), with fields replaced by `changes`."""
-    plan, text = fixture(name)
-    return replace(observation_of(target_id, name, plan, text, sample), **changes)
-
-
-def observation_of(target_id: int, key: str, plan: Plan, text: str, sample: int) -> Observation:
-    return Observation(
-        target_id=target_id,
-        query_key=key,
-        params=json.dumps([sample]),
-        plan=plan,
-        plan_json=text,
-        duration_ms=plan.execution_ms,
-        planning_ms=plan.planning_ms,
-        client_ms=(plan.execution_ms or 0) + 0.5,
-        sample_index=sample,
-        collected_at=T0 + timedelta(seconds=sample),
-    )
-
-
-def new_run(store: Store, label: str = "run", names: tuple[str, ...] = ("pg15",)) -> list[int]:
-    run_id = store.begin_run(label, workload_hash="abc", tool_version="0.1.0", host="test")
-    return [
-        store.add_target(
-            run_id,
-            name,
-            source="embedded",
-            server_version_num=150018,
-            gucs={"work_mem": "4MB"},
-            info={"initdb": ["--locale=C"], "dsn": "host=/tmp/x dbname=postgres"},
-        )
-        for name in names
-    ]
+from tests.helpers import FIXTURES, T0, fixture, new_run, observation, observation_of
 
 
 def table_counts(path: Path) -> dict[str, int]:

@@ -11,7 +11,7 @@ import pytest
 
 from detector.store import GroupedSamples, Store
 from detector.store import groups as store_groups
-from tests.test_store import new_run, observation
+from tests.helpers import new_run, observation
 
 NAMES = sorted(p.stem for p in (Path(__file__).parent / "fixtures" / "store").glob("*.json"))
 

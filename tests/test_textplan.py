@@ -23,7 +23,7 @@ from collectors.logs.records import make_reader
 from collectors.logs.textplan import node_from_label
 from collectors.servers.embedded import EmbeddedCluster
 from detector.model import fingerprint, signature
-from tests.conftest import FreshDb
+from tests.helpers import FreshDb
 
 REPRO = Path(__file__).resolve().parent / "fixtures" / "logs" / "repro"
 SETUP = """

@@ -25,7 +25,7 @@ from detector.errors import PlanshiftError
 from detector.jobs.ingest import take_snapshot
 from detector.model import Verdict
 from detector.store import Store
-from tests.test_ingest import ingest
+from tests.helpers import ingest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "fixtures" / "logs"))
 from capture_logs import INCIDENT_PHASES, capture, incident_workload

@@ -26,7 +26,7 @@ import pytest
 
 from collectors.servers.installations import find_installation
 from detector.errors import PlanshiftError
-from tests.conftest import INSTALL_HOW
+from tests.helpers import INSTALL_HOW
 
 REPO = Path(__file__).resolve().parent.parent
 POINTS = ("N=100", "N=400", "N=3000")
