@@ -8,8 +8,9 @@ from typing import Any
 from detector.model import Finding, Plan, QueryComparison, Severity
 from detector.model.settings import CATEGORIES, ENABLES, method_nodes, normalized
 from rules.base import rule
-from rules.common import emit, timing_evidence
+from rules.common import emit, fmt_count, relative_gap, timing_evidence
 from rules.gucs import SettingChange, settings_changes, version_change
+from rules.matching import accesses
 
 
 def _is_off(value: str | None) -> bool:
@@ -88,7 +89,8 @@ def settings_explain_flip(
         return
     changes = settings_changes(comparison.baseline, comparison.candidate)
     version = version_change(comparison.baseline, comparison.candidate)
-    if not changes and version is None:
+    statistics = statistics_changes(comparison)
+    if not changes and version is None and not statistics:
         return
     base_plan = comparison.baseline.dominant.plan
     cand_plan = comparison.candidate.dominant.plan
@@ -108,6 +110,8 @@ def settings_explain_flip(
             groups.append(f"{category}: {', '.join(texts)}{note}")
     if version is not None:
         groups.append(version)
+    if statistics:
+        groups.append("table statistics: " + ", ".join(statistics))
     evidence: dict[str, Any] = {
         "settings": [c.as_evidence() for c in changes],
         "explained_by": explained,
@@ -115,13 +119,14 @@ def settings_explain_flip(
         "candidate_version": comparison.candidate.server_version_num,
         "baseline_signature": comparison.baseline.dominant.signature,
         "candidate_signature": comparison.candidate.dominant.signature,
+        "statistics": statistics,
         **timing_evidence(comparison),
     }
     message = "plan changed; the sides differ: " + "; ".join(groups)
     tested = comparison.attribution
     if tested is not None:
         evidence["attribution"] = dict(tested)
-        message = _tested_text(tested, changes, version) + "; " + message
+        message = _tested_text(tested, changes, version, bool(statistics)) + "; " + message
     yield emit("PS500", comparison, message, evidence)
 
 
@@ -146,8 +151,36 @@ def _counterfactual_text(timed: Mapping[str, Any] | None) -> str:
     )
 
 
+def statistics_changes(comparison: QueryComparison) -> list[str]:
+    """What the planner's statistics say differently about the relations either plan reads:
+    rows (10% or more apart), the correlation of an indexed column (0.05 or more), the
+    all-visible share of the pages (0.3 or more); recorded per side by `planshift run`."""
+    base, cand = comparison.baseline, comparison.candidate
+    relations = {a.relation for side in (base, cand) for a in accesses(side.dominant.plan)}
+    found = []
+    for relation in sorted(relations):
+        before = base.tables.get(relation) or base.tables.get(relation.removeprefix("public."))
+        after = cand.tables.get(relation) or cand.tables.get(relation.removeprefix("public."))
+        if not before or not after:
+            continue
+        rows_b, rows_a = before.get("rows"), after.get("rows")
+        if rows_b and rows_a and relative_gap(float(rows_b), float(rows_a)) >= 0.1:
+            found.append(f"{relation} rows {fmt_count(rows_b)} -> {fmt_count(rows_a)}")
+        for column, value in sorted((before.get("correlation") or {}).items()):
+            other = (after.get("correlation") or {}).get(column)
+            if other is not None and abs(float(value) - float(other)) >= 0.05:
+                found.append(f"{relation} correlation {column} {value:.3f} -> {other:.3f}")
+        shares = base.all_visible(relation), cand.all_visible(relation)
+        if shares[0] is not None and shares[1] is not None and abs(shares[0] - shares[1]) >= 0.3:
+            found.append(f"{relation} all-visible pages {shares[0]:.0%} -> {shares[1]:.0%}")
+    return found
+
+
 def _tested_text(
-    tested: Mapping[str, Any], changes: list[SettingChange], version: str | None
+    tested: Mapping[str, Any],
+    changes: list[SettingChange],
+    version: str | None,
+    statistics: bool = False,
 ) -> str:
     """What re-planning the candidate with the baseline's settings showed."""
     if tested.get("error"):
@@ -167,11 +200,19 @@ def _tested_text(
     if tested.get("tested"):
         reverted = ", ".join(str(n) for n in tested["tested"])
         cause = f"the planner of {version}" if version else "the server (its statistics or state)"
+        if statistics:
+            cause += ", or the table statistics, which differ"
         text = f"not the settings: with {reverted} set back the candidate keeps its plan; {cause}"
         return text + _counterfactual_text(tested.get("counterfactual"))
-    text = (
-        f"no setting differs between the variants: {version}'s planner"
-        if version
-        else "no setting differs between the variants: the table statistics or state differ"
-    )
+    if version and statistics:
+        text = (
+            f"no setting differs between the variants: {version}'s planner, or the table "
+            "statistics, which differ"
+        )
+    elif version:
+        text = f"no setting differs between the variants: {version}'s planner"
+    elif statistics:
+        text = "no setting differs between the variants: the flip follows the table statistics"
+    else:
+        text = "no setting differs between the variants: the table statistics or state differ"
     return text + _counterfactual_text(tested.get("counterfactual"))

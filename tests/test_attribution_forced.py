@@ -70,3 +70,10 @@ def test_a_flip_no_setting_explains_is_forced_back_and_timed(tmp_path: Path) -> 
         vm.message
     )
     assert "the visibility map no longer covers the table" in vm.message
+    (cause,) = [f for f in result.findings if f.code == "PS500"]
+    assert cause.message.startswith(
+        "no setting differs between the variants: the flip follows the table statistics"
+    )
+    assert "table statistics: t correlation id 1.000 -> " in cause.message
+    assert "t all-visible pages 100% -> 0%" in cause.message
+    assert "the rejected plan, timed on the candidate (enable_bitmapscan = off" in cause.message
