@@ -54,7 +54,11 @@ def settings_explain_flip(
     time, then in the smallest combinations), the message starts with the result:
     the settings whose revert brings the baseline's plan back, the ones that also
     differ but do not move it, or, when none does, the version's planner or the
-    server's state. Info: it explains a flip that the plan-flip rules rate.
+    server's state. The table statistics of the relations the plans read (rows,
+    the correlation of indexed columns, the share of all-visible pages, recorded
+    per side by a run) are listed when they differ, and named as what the flip
+    follows when no setting and no version does. Info: it explains a flip that
+    the plan-flip rules rate.
 
     ## Why it matters
     Most plan flips in a config change or an upgrade come from a setting:
