@@ -57,6 +57,9 @@ def describe_server(conn: psycopg.Connection[Any]) -> dict[str, Any]:
         [names],
     ).fetchall()
     info["settings"] = {name: value for name, value in settings}
+    # not a setting but as decisive for a JIT-compiled plan: can this build compile at all?
+    jit = conn.execute("SELECT pg_jit_available()").fetchone()
+    info["settings"]["jit_available"] = "on" if jit is not None and jit[0] else "off"
     info["tables"] = table_facts(conn)
     return info
 

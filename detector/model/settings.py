@@ -31,6 +31,7 @@ IO_SETTINGS = (
     "io_workers",
     "io_max_concurrency",
     "debug_io_direct",
+    "data_checksums",
     "shared_buffers",
     "huge_pages",
     "track_io_timing",
