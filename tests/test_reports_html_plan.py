@@ -93,3 +93,13 @@ def test_node_numbers_are_totals_over_loops() -> None:
         if (node.actual_rows or 0) >= 1 and node.plan_rows >= 1 and totals.actual_rows:
             ratio = totals.estimated_rows / totals.actual_rows
             assert q_error(node) == pytest.approx(max(ratio, 1 / ratio))
+
+
+def test_a_plan_read_from_text_offers_postgresql_s_own_json() -> None:
+    path = next(p for p in PLANS if p.stem == "range_bitmap_scan")
+    document = json.loads(path.read_text())["explain"]
+    from_text = parse_plan(json.dumps(document))
+    offered = json.loads(explain_json(from_text))
+    assert offered == document  # conditions and all, as PostgreSQL wrote them
+    assert "Recheck Cond" in json.dumps(offered)
+    assert "Recheck Cond" not in explain_json(_plan(path))  # parsed document: rebuilt

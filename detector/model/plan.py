@@ -113,6 +113,9 @@ class Plan:
     query_text: str | None = None
     query_id: int | None = None
     generic: bool = False  # planned without parameter values: a prepared statement's generic plan
+    # the EXPLAIN JSON text it was parsed from, when it came as text: what a report offers to
+    # copy (conditions, filters and output lists included); not part of the plan's identity
+    source: str | None = field(default=None, compare=False, repr=False)
 
     @property
     def total_cost(self) -> float:
@@ -268,7 +271,9 @@ def parse_plan(document: Any) -> Plan:
 
     auto_explain's JSON output (an object with "Query Text" and "Plan") is accepted too.
     """
+    source = None
     if isinstance(document, (str, bytes)):
+        source = document.decode() if isinstance(document, bytes) else document
         try:
             document = json.loads(document)
         except json.JSONDecodeError as exc:
@@ -297,4 +302,5 @@ def parse_plan(document: Any) -> Plan:
         query_text=_opt_str(document, "Query Text"),
         query_id=int(query_id) if isinstance(query_id, int) else None,
         generic=bool(plan_parameters(document["Plan"])),
+        source=source,
     )

@@ -1,11 +1,12 @@
 """Each plan's EXPLAIN JSON in the HTML report: a copy button and a download link (a data: URL).
 
-The comparison carries parsed plans (`detector.model.Plan`), not PostgreSQL's text, so the JSON
-is rebuilt from what the model keeps: node types, relations, indexes, join types, strategies,
-costs, estimated and actual rows, loops, times, buffers, sort and hash details. It reads back
-into the same plan (`parse_plan`), and pev2 / explain.dalibo.com draw it; conditions, filters
-and output lists are not in it. The link carries the JSON; the button copies the link's JSON
-(the page's script), so each plan is in the page once.
+A plan read from EXPLAIN JSON text (the store's, a log's) carries that text (`Plan.source`) and
+the page offers it as PostgreSQL wrote it. A plan built from a parsed document has none: its JSON
+is rebuilt from what the model keeps (node types, relations, indexes, join types, strategies,
+costs, estimated and actual rows, loops, times, buffers, sort and hash details; no conditions,
+filters or output lists), and reads back into the same plan (`parse_plan`). The link carries
+the JSON; the button copies the link's JSON (the page's script), so each plan is in the page
+once.
 """
 
 from __future__ import annotations
@@ -62,6 +63,7 @@ BUFFER_KEYS = (
     ("io_write_ms", "I/O Write Time"),
 )
 ALWAYS = ("Shared Hit Blocks", "Shared Read Blocks")  # zero counters are left out but these
+ORIGINAL_NOTE = "PostgreSQL's EXPLAIN JSON of this plan: paste it into pev2 / explain.dalibo.com"
 JSON_NOTE = (
     "EXPLAIN JSON rebuilt from the plan planshift keeps (nodes, relations, indexes, costs, rows, "
     "loops, times, buffers; no conditions or output lists): paste it into pev2 / "
@@ -98,6 +100,15 @@ def node_document(node: PlanNode) -> dict[str, Any]:
 
 
 def explain_json(plan: Plan) -> str:
+    """PostgreSQL's own EXPLAIN JSON when the plan was read from it (the store keeps it), else
+    `[{"Plan": ..., "Planning Time": ..., "Execution Time": ...}]` rebuilt from the model."""
+    if plan.source is not None:
+        original = json.loads(plan.source)
+        return json.dumps(original if isinstance(original, list) else [original], indent=2)
+    return rebuilt_json(plan)
+
+
+def rebuilt_json(plan: Plan) -> str:
     """`[{"Plan": ..., "Planning Time": ..., "Execution Time": ...}]` as EXPLAIN prints it."""
     document: dict[str, Any] = {"Plan": node_document(plan.root)}
     if plan.settings:
@@ -112,8 +123,9 @@ def explain_json(plan: Plan) -> str:
 def json_controls(plan: Plan, element_id: str, file_name: str) -> str:
     """A copy button and a download link for `plan`'s JSON; the link (id `element_id`) holds it."""
     href = "data:application/json;charset=utf-8," + quote(explain_json(plan), safe="")
+    note = ORIGINAL_NOTE if plan.source is not None else JSON_NOTE
     return (
-        f'<span class="plan-json" title="{for_html(JSON_NOTE)}">'
+        f'<span class="plan-json" title="{for_html(note)}">'
         f'<button type="button" class="copy-json" data-plan="{for_html(element_id)}">'
         "copy JSON</button>"
         f'<a class="download-json" id="{for_html(element_id)}" href="{href}" '
