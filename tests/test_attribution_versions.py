@@ -1,0 +1,63 @@
+"""A plan change between versions that no setting explains is called the new version's planner
+change, on real PostgreSQL 17 and 18 (18 rewrites `id = a OR id = b` into `id = ANY (...)`)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from collectors.runner import RunOptions, run_workload
+from collectors.servers.targets import open_servers, resolve_target_specs
+from detector.engine.compare import CompareOptions, compare_sides, resolve_side
+from detector.jobs.workload import load_workload
+from detector.store import Store
+
+WORKLOAD = """
+[workload]
+name = "or-list"
+repetitions = 6
+warmup = 1
+
+[[targets]]
+name = "pg17"
+postgres = "17"
+
+[[targets]]
+name = "pg18"
+postgres = "18"
+
+[setup]
+sql = '''
+CREATE TABLE t (id int PRIMARY KEY, v int);
+INSERT INTO t SELECT i, i % 100 FROM generate_series(1, 200000) i;
+VACUUM ANALYZE t;
+'''
+
+[[queries]]
+name = "or_ids"
+sql = "SELECT v FROM t WHERE id = %(a)s OR id = %(a)s + 7 OR id = %(a)s + 99"
+params = { a = { range = [1, 150000] } }
+"""
+
+
+def test_a_version_flip_no_setting_explains_is_the_planner_s(tmp_path: Path) -> None:
+    path = tmp_path / "w.toml"
+    path.write_text(WORKLOAD)
+    workload = load_workload(path)
+    with (
+        open_servers(resolve_target_specs(workload.targets, [], {})) as servers,
+        Store(tmp_path / "s.duckdb") as store,
+    ):
+        run_id = run_workload(workload, servers, store, RunOptions())
+        result = compare_sides(
+            store,
+            resolve_side(store, "pg17", run_id),
+            resolve_side(store, "pg18", run_id),
+            CompareOptions(noise_run=None),
+        )
+    (query,) = result.queries
+    assert "BitmapOr" in query.baseline.dominant.signature
+    assert "BitmapOr" not in query.candidate.dominant.signature
+    assert query.attribution is not None and query.attribution["tested"] == []
+    (cause,) = [f for f in result.findings if f.code == "PS500"]
+    assert cause.message.startswith("no setting differs between the variants: PostgreSQL 17.")
+    assert " -> 18." in cause.message and "'s planner" in cause.message
