@@ -5,11 +5,16 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from collectors.runner import RunOptions, run_workload
+from collectors.servers.installations import find_installation
 from collectors.servers.targets import open_servers, resolve_target_specs
 from detector.engine.compare import CompareOptions, compare_sides, resolve_side
+from detector.errors import PlanshiftError
 from detector.jobs.workload import load_workload
 from detector.store import Store
+from tests.helpers import INSTALL_HOW
 
 WORKLOAD = """
 [workload]
@@ -40,6 +45,11 @@ params = { a = { range = [1, 150000] } }
 
 
 def test_a_version_flip_no_setting_explains_is_the_planner_s(tmp_path: Path) -> None:
+    for major in (17, 18):
+        try:
+            find_installation(major)
+        except PlanshiftError:
+            pytest.skip(f"PostgreSQL {major} is not available: {INSTALL_HOW[major]}")
     path = tmp_path / "w.toml"
     path.write_text(WORKLOAD)
     workload = load_workload(path)
