@@ -136,6 +136,21 @@ def _forcing(
     return {}
 
 
+def unforced(found: Attribution) -> dict[str, Any]:
+    """The counterfactual entry when the rejected plan could not be put back: why."""
+    tried = "setting the differing settings back" if found.tested else "no setting differed"
+    return {
+        "forced_settings": {},
+        "fingerprint_matched": False,
+        "samples": 0,
+        "median_ms": None,
+        "chosen_median_ms": None,
+        "ratio_vs_chosen": None,
+        "reason": f"{tried}; forbidding the candidate's plan methods (enable_*) did not give the "
+        "baseline's plan either",
+    }
+
+
 def counterfactual(
     found: Attribution,
     candidate: Planned,

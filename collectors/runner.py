@@ -23,7 +23,7 @@ from typing import Any
 
 import psycopg
 
-from collectors.attribution import PLAN_ONLY, attribute, counterfactual, first_difference
+from collectors.attribution import PLAN_ONLY, attribute, counterfactual, first_difference, unforced
 from collectors.cache import Eviction, prepare_eviction
 from collectors.generic_plans import generic_plan
 from collectors.server_info import describe_server
@@ -309,7 +309,9 @@ def _attribute_flips(
                 options.statement_timeout,
             )
             info = found.as_info()
-            if found.rejected_plan_settings and options.timing != "plan":
+            if not found.rejected_plan_settings and options.timing != "plan":
+                info["counterfactual"] = unforced(found)
+            elif options.timing != "plan":
                 samples = [params[i] if query.placeholders else None for i in sorted(params)]
                 info["counterfactual"] = counterfactual(
                     found,

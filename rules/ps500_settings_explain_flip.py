@@ -136,6 +136,8 @@ def settings_explain_flip(
 
 def _counterfactual_text(timed: Mapping[str, Any] | None) -> str:
     """`; the rejected plan, timed on the candidate (random_page_cost = 4): 1.25x faster ...`."""
+    if timed and timed.get("reason"):
+        return f"; the rejected plan could not be timed on the candidate: {timed['reason']}"
     if not timed or timed.get("ratio_vs_chosen") is None:
         return ""
     forced = ", ".join(f"{k} = {v}" for k, v in (timed.get("forced_settings") or {}).items())

@@ -71,3 +71,9 @@ def test_a_version_flip_no_setting_explains_is_the_planner_s(tmp_path: Path) -> 
     (cause,) = [f for f in result.findings if f.code == "PS500"]
     assert cause.message.startswith("no setting differs between the variants: PostgreSQL 17.")
     assert " -> 18." in cause.message and "'s planner" in cause.message
+    timed = query.attribution["counterfactual"]  # 18 plans the OR as = ANY: no old plan to force
+    assert timed["fingerprint_matched"] is False and timed["ratio_vs_chosen"] is None
+    assert "did not give the baseline's plan" in timed["reason"]
+    assert "the rejected plan could not be timed on the candidate: no setting differed" in (
+        cause.message
+    )
