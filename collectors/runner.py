@@ -79,6 +79,7 @@ class Side:
 @dataclass(frozen=True)
 class RunOptions:
     label: str = ""
+    kind: str = "run"  # of the stored run: run, or noise for an A/A run
     repetitions: int | None = None
     warmup: int | None = None
     statement_timeout: str = "60s"
@@ -171,6 +172,7 @@ def run_workload(
         workload_hash=workload.content_hash,
         tool_version=__version__,
         host=socket.gethostname(),
+        kind=options.kind,
     )
     sides: list[Side] = []
     options = replace(options, timing=workload.timing)

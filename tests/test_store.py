@@ -327,10 +327,11 @@ def test_a_store_from_a_newer_planshift_is_refused_with_a_hint(tmp_path: Path) -
 
 
 def test_migration_files_must_be_numbered_without_gaps(tmp_path: Path) -> None:
-    directory = migrations_dir(tmp_path, {"009_far.sql": ADD_NOTE})
+    far = f"{len(load_migrations()) + 2:03d}_far.sql"  # one number skipped
+    directory = migrations_dir(tmp_path, {far: ADD_NOTE})
     with pytest.raises(ValueError, match="without gaps"):
         load_migrations(directory)
-    (directory / "009_far.sql").rename(directory / "readme-not-a-migration.sql")
+    (directory / far).rename(directory / "readme-not-a-migration.sql")
     with pytest.raises(ValueError, match="NNN_name"):
         load_migrations(directory)
 
@@ -497,3 +498,25 @@ def test_a_run_whose_process_is_gone_is_marked_failed_on_open(tmp_path: Path) ->
     assert (first.status, second.status) == ("failed", "running")
     assert first.finished_at is not None and "gone" in (first.note or "")
     assert second.note is None  # this process is alive: its run is left running
+
+
+def test_a_run_s_kind_not_its_label_makes_it_an_a_a_run(tmp_path: Path) -> None:
+    from detector.engine.noise import latest_noise_run, noise_label
+
+    with Store(tmp_path / "s.duckdb") as store:
+        runs = {}
+        for kind in ("noise", "run"):  # a user's --label can read like an A/A run's
+            run_id = store.begin_run(
+                noise_label("pg15"), workload_hash=None, tool_version="0", host="h", kind=kind
+            )
+            store.add_target(
+                run_id, "pg15/aa1", source="embedded", server_version_num=None, gucs={},
+                info={"server": "pg15"},
+            )  # fmt: skip
+            store.finish_run(run_id)
+            runs[kind] = run_id
+        (target,) = store.targets([runs["run"]])
+        assert latest_noise_run(store, target) == runs["noise"]
+        assert {r.run_id: r.kind for r in store.runs()} == {runs["noise"]: "noise", runs["run"]: "run"}
+        with pytest.raises(PlanshiftError, match="unknown run kind"):
+            store.begin_run("x", workload_hash=None, tool_version="0", host="h", kind="other")

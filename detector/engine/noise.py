@@ -30,7 +30,11 @@ def noise_label(server: str) -> str:
 def latest_noise_run(store: Store, target: TargetRecord) -> int | None:
     """The latest complete A/A run of the target's server (None when never calibrated)."""
     server = str(target.info.get("server") or target.name)
-    runs = [r for r in store.runs() if r.label == noise_label(server) and r.status == "complete"]
+    runs = [
+        r
+        for r in store.runs()
+        if r.kind == "noise" and r.label == noise_label(server) and r.status == "complete"
+    ]
     return max((r.run_id for r in runs), default=None)
 
 

@@ -15,7 +15,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from detector.engine.compare import resolve_side
-from detector.engine.noise import NOISE_LABEL
 from detector.engine.windows import is_window
 from detector.errors import PlanshiftError
 from detector.store import Store, TargetRecord
@@ -65,7 +64,7 @@ def _complete_runs(store: Store) -> list[int]:
 def _default_run(store: Store) -> int:
     records = {r.run_id: r for r in store.runs()}
     runs = _complete_runs(store)
-    plain = [r for r in runs if not records[r].label.startswith(NOISE_LABEL + ":")]
+    plain = [r for r in runs if records[r].kind != "noise"]
     return (plain or runs)[0]
 
 

@@ -137,6 +137,7 @@ def run_noise(
         repetitions=repetitions,
         warmup=None,
         label=noise_label(server),
+        kind="noise",
         queries=[],
         keep=False,
         pg_bins=pg_bins,

@@ -52,9 +52,9 @@ def ingest_logs(
     with Store(store_path) as store:
         # an ingest killed on this host was marked failed when the store opened (settled_runs);
         # one still 'running' here has no live owner either, since the store is ours to write
-        labels = {run.run_id: run.label for run in store.runs()}
-        settled = [r for r in store.settled_runs if labels.get(r, "").startswith(INGEST_LABEL)]
-        for run_id in [*settled, *store.interrupted_runs(INGEST_LABEL)]:
+        kinds = {run.run_id: run.kind for run in store.runs()}
+        settled = [r for r in store.settled_runs if kinds.get(r) == "ingest"]
+        for run_id in [*settled, *store.interrupted_runs("ingest")]:
             store.finish_run(run_id, "failed")
             console.print(
                 f"run {run_id}: an earlier ingest was interrupted; what it stored is kept "
@@ -65,6 +65,7 @@ def ingest_logs(
             workload_hash=None,
             tool_version=__version__,
             host=socket.gethostname(),
+            kind="ingest",
         )
         try:
             target_id = store.add_target(
@@ -144,6 +145,7 @@ def take_snapshot(
             workload_hash=None,
             tool_version=__version__,
             host=socket.gethostname(),
+            kind="snapshot",
         )
         target_id = store.add_target(
             run_id,

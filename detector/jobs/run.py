@@ -46,6 +46,7 @@ def execute_run(
     setup_on_dsn: bool = False,
     cache: str | None = None,
     plan_only: bool = False,
+    kind: str = "run",
 ) -> int:
     if repetitions is not None and repetitions < 1:
         raise PlanshiftError(
@@ -74,6 +75,7 @@ def execute_run(
     specs = resolve_target_specs(workload.targets, targets, dsn_map)
     options = RunOptions(
         label=label,
+        kind=kind,
         repetitions=repetitions,
         warmup=warmup,
         queries=tuple(queries),

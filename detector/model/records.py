@@ -8,6 +8,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 RUN_STATUSES = ("running", "complete", "failed")
+RUN_KINDS = ("run", "noise", "ingest", "snapshot")
 TARGET_SOURCES = ("embedded", "dsn", "log")
 OBSERVATION_SOURCES = ("explain", "log")
 
@@ -23,6 +24,7 @@ class RunRecord:
     workload_hash: str | None
     host: str
     note: str | None = None  # why planshift set the status on its own (runs.status_note)
+    kind: str = "run"  # RUN_KINDS: what made the run (runs.kind)
 
 
 @dataclass(frozen=True)

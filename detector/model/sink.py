@@ -20,7 +20,13 @@ class RunSink(Protocol):
     """What the EXPLAIN runner writes: a run, its targets, queries and observations."""
 
     def begin_run(
-        self, label: str, *, workload_hash: str | None, tool_version: str, host: str
+        self,
+        label: str,
+        *,
+        workload_hash: str | None,
+        tool_version: str,
+        host: str,
+        kind: str = "run",
     ) -> int: ...
 
     def add_target(

@@ -31,6 +31,7 @@ from detector.model.log_rows import (
 )
 from detector.model.records import (
     OBSERVATION_COLUMNS,
+    RUN_KINDS,
     RUN_STATUSES,
     TARGET_SOURCES,
     ObservationRow,
@@ -272,13 +273,21 @@ class Store(
     # -- writing ---------------------------------------------------------------------------
 
     def begin_run(
-        self, label: str, *, workload_hash: str | None, tool_version: str, host: str
+        self,
+        label: str,
+        *,
+        workload_hash: str | None,
+        tool_version: str,
+        host: str,
+        kind: str = "run",
     ) -> int:
         """A new `running` run, owned by this process (see detector.store.owner)."""
+        if kind not in RUN_KINDS:
+            raise PlanshiftError(f"unknown run kind {kind!r}", f"use one of {', '.join(RUN_KINDS)}")
         row = self._con.execute(
-            "INSERT INTO runs (label, started_at, status, tool_version, workload_hash, host) "
-            "VALUES (?, ?, 'running', ?, ?, ?) RETURNING run_id",
-            [label, utc_now(), tool_version, workload_hash, host],
+            "INSERT INTO runs (label, started_at, status, tool_version, workload_hash, host, kind) "
+            "VALUES (?, ?, 'running', ?, ?, ?, ?) RETURNING run_id",
+            [label, utc_now(), tool_version, workload_hash, host, kind],
         ).fetchone()
         run_id = int(row[0])
         if self._tracks_owners():

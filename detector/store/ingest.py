@@ -236,12 +236,12 @@ class StoreIngestMixin(StoreBase):
             for line, offset, at, pid, db, kind, subject, value, message, path in rows
         ]
 
-    def interrupted_runs(self, label_prefix: str) -> list[int]:
-        """Runs still 'running': with the store open for writing, nobody else is writing them."""
+    def interrupted_runs(self, kind: str) -> list[int]:
+        """Runs of `kind` still 'running': with the store open for writing, nobody else is
+        writing them."""
         rows = self._con.execute(
-            "SELECT run_id FROM runs WHERE status = 'running' AND starts_with(label, ?) "
-            "ORDER BY run_id",
-            [label_prefix],
+            "SELECT run_id FROM runs WHERE status = 'running' AND kind = ? ORDER BY run_id",
+            [kind],
         ).fetchall()
         return [int(row[0]) for row in rows]
 

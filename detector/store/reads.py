@@ -49,9 +49,11 @@ class StoreBase:
 class StoreReadsMixin(StoreBase):
     def runs(self) -> list[RunRecord]:
         """All runs, oldest first."""
-        note = "status_note" if "status_note" in self._types_of("runs") else "NULL"
+        columns = self._types_of("runs")
+        note = "status_note" if "status_note" in columns else "NULL"
+        kind = "kind" if "kind" in columns else "'run'"
         rows = self._con.execute(
-            f"SELECT {_RUN_COLUMNS}, {note} FROM runs ORDER BY run_id"
+            f"SELECT {_RUN_COLUMNS}, {note}, {kind} FROM runs ORDER BY run_id"
         ).fetchall()
         return [_run_record(row) for row in rows]
 
@@ -127,12 +129,13 @@ class StoreReadsMixin(StoreBase):
 
 
 def _run_record(row: tuple[Any, ...]) -> RunRecord:
-    run_id, label, started, finished, status, tool_version, workload_hash, host, note = row
+    run_id, label, started, finished, status, tool_version, workload_hash, host, note, kind = row
     started_at = from_utc_naive(started)
     finished_at = from_utc_naive(finished) if finished is not None else None
     return RunRecord(
-        run_id, label, started_at, finished_at, status, tool_version, workload_hash, host, note
-    )
+        run_id, label, started_at, finished_at, status, tool_version, workload_hash, host, note,
+        kind,
+    )  # fmt: skip
 
 
 def _observation_row(row: tuple[Any, ...]) -> ObservationRow:
