@@ -48,7 +48,8 @@ def test_numpy_order_is_duckdbs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
     targets = filled(path)
     with Store(path, read_only=True) as store:
         with monkeypatch.context() as patched:  # DuckDB's sort is not asked
-            patched.setattr(store_groups, "_SAMPLES", "SELECT no_such_column")
+            groups, _, hashed_sql = store_groups._OF_TARGETS
+            patched.setattr(store_groups, "_OF_TARGETS", (groups, "SELECT no_such_column", hashed_sql))
             hashed = store.grouped_samples(targets)
             only = store.grouped_samples(targets, ["q1"])
         monkeypatch.setattr(store_groups, "_group_order", lambda *_: None)

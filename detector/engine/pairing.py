@@ -14,6 +14,7 @@ from detector.model import Plan, PlanVariant, Side, TimingStats, parse_plan
 from detector.model.bulk import builder
 from detector.model.comparison import Samples
 from detector.store import GroupedSamples, Store, TargetRecord
+from detector.store.groups import Window
 
 # TimingStats of a side: n is counted apart; then median, p90, p99, min and max
 SUMMARY_QUANTILES = (0.5, 0.9, 0.99, 0.0, 1.0)
@@ -161,15 +162,16 @@ class _Sides:
             new_stats(n, *summary) if n else None
             for n, summary in zip((side_hi - side_lo).tolist(), summaries, strict=True)
         ]
-        sides = [targets[target] for target in self.side_targets.tolist()]
-        settings = {target_id: side_settings_of(target) for target_id, target in targets.items()}
+        side_ids = self.side_targets.tolist()  # target ids, or the windows' made-up ids
+        sides = [targets[side_id] for side_id in side_ids]
+        settings = {side_id: side_settings_of(target) for side_id, target in targets.items()}
         samples = known_durations[side_rows]
         return list(
             map(
                 new_side,
                 [side.name for side in sides],
                 [side.server_version_num for side in sides],
-                [settings[side.target_id] for side in sides],
+                [settings[side_id] for side_id in side_ids],
                 self._plans_of_sides(variants),
                 _windows(durations, samples),
                 timings,
@@ -233,19 +235,25 @@ def _windows(values: npt.NDArray[Any], bounds: Ints) -> list[Samples[Any]]:
 
 
 def pair_sides(
-    store: Store, baseline: TargetRecord, candidate: TargetRecord, *, query: str | None = None
+    store: Store,
+    baseline: TargetRecord,
+    candidate: TargetRecord,
+    *,
+    query: str | None = None,
+    windows: Sequence[Window] = (),
 ) -> list[SidePair]:
-    """Queries (and points) measured on both sides, ordered by name and numeric point."""
-    ids = [baseline.target_id, candidate.target_id]
+    """Queries (and points) measured on both sides, ordered by name and numeric point. Sides
+    are two targets, or two time windows of logged executions (`windows`, under their ids)."""
+    ids = [w.side_id for w in windows] if windows else [baseline.target_id, candidate.target_id]
     texts = store.query_texts()
     keys = None if query is None else [query, *(k for k, (n, _) in texts.items() if n == query)]
-    index = _Sides(store.grouped_samples(ids, keys))
-    sides = index.build(
-        {baseline.target_id: baseline, candidate.target_id: candidate}, Plans(store, ids)
-    )
+    index = _Sides(store.grouped_samples(ids, keys, windows))
+    # log observations keep no per-target plan examples: each shape's first EXPLAIN is used
+    plans = Plans(store, [] if windows else ids)
+    sides = index.build({ids[0]: baseline, ids[1]: candidate}, plans)
     g = index.grouped
     pairs = []
-    for first, base, cand in index.pairs(baseline.target_id, candidate.target_id):
+    for first, base, cand in index.pairs(ids[0], ids[1]):
         key = g.query_keys[first]
         name, sql = texts.get(key) or (key, "")
         if query and query != name:

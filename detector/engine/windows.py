@@ -11,19 +11,17 @@ them, and the server events in and between two windows come with the comparison.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 
-from detector.engine.pairing import Plans, SidePair, make_side, sort_pairs
-from detector.engine.stats import timing_stats
+from detector.engine.pairing import SidePair, pair_sides
 from detector.engine.timeline_causes import settings_pairs
 from detector.errors import PlanshiftError
-from detector.model import PlanVariant, Side
 from detector.model.comparison import WindowEvent
-from detector.store import PlanGroup, QueryRecord, Store, TargetRecord
+from detector.model.records import to_utc_naive
+from detector.store import Store, TargetRecord
+from detector.store.groups import Window
 
-GroupsBySide = dict[tuple[str, str | None], dict[int, list[PlanGroup]]]
 WINDOW_TARGET_ID = 0  # a window has no target row (target ids start at 1)
 _ROLES = (-1, -2)  # baseline, candidate: the keys window_pairs groups each window's plans under
 
@@ -138,77 +136,18 @@ def _within(moment: datetime, side: WindowSide) -> bool:
 def window_pairs(
     store: Store, baseline: TargetRecord, candidate: TargetRecord, query: str | None
 ) -> list[SidePair]:
-    """pair_sides for time windows: the same pairing, from window-grouped log observations."""
+    """pair_sides for time windows: the same pairing, the windows' logged executions as sides."""
     if not (isinstance(baseline, WindowSide) and isinstance(candidate, WindowSide)):
         raise PlanshiftError(
             f"{baseline.name!r} vs {candidate.name!r}: a time window compares with a time window",
             "give both sides as windows (SINCE..UNTIL), or both as targets of runs",
         )
-    groups: GroupsBySide = {}
-    for side, role in zip((baseline, candidate), _ROLES, strict=True):
-        for group in store.window_groups(side.since, side.until, side.log_source, role):
-            by_side = groups.setdefault((group.query_key, group.point), {})
-            by_side.setdefault(role, []).append(group)
-    return build_pairs(store, baseline, candidate, groups, query, _ROLES)
+    windows = [
+        Window(role, _naive(side.since), _naive(side.until), side.log_source)
+        for side, role in zip((baseline, candidate), _ROLES, strict=True)
+    ]
+    return pair_sides(store, baseline, candidate, query=query, windows=windows)
 
 
-def build_pairs(
-    store: Store,
-    baseline: TargetRecord,
-    candidate: TargetRecord,
-    groups: GroupsBySide,
-    query: str | None,
-    side_ids: tuple[int, int] | None = None,
-) -> list[SidePair]:
-    """SidePairs from plan groups keyed by (query, point) then side id (the targets' ids, or
-    `side_ids` for sides without a target row)."""
-    base_id, cand_id = side_ids or (baseline.target_id, candidate.target_id)
-    queries: Mapping[str, QueryRecord] = store.queries()
-    # log observations keep no per-target plan examples: each shape's first EXPLAIN is used
-    plans = Plans(store, [])
-    pairs = []
-    for (key, point), by_target in groups.items():
-        record = queries.get(key)
-        name = record.name if record else key
-        base, cand = by_target.get(base_id), by_target.get(cand_id)
-        if (query and query != name) or not base or not cand:
-            continue
-        pairs.append(
-            SidePair(
-                query_key=key,
-                query_name=name,
-                sql=record.sql if record else "",
-                point=point,
-                baseline=_side(baseline, base, plans),
-                candidate=_side(candidate, cand, plans),
-            )
-        )
-    sort_pairs(pairs)
-    return pairs
-
-
-def _side(target: TargetRecord, groups: list[PlanGroup], plans: Plans) -> Side:
-    variants = []
-    for group in groups:
-        signature, plan = plans.get(
-            group.target_id, group.query_key, group.point, group.fingerprint
-        )
-        variants.append(
-            PlanVariant(
-                fingerprint=group.fingerprint,
-                signature=signature,
-                plan=plan,
-                samples=group.samples,
-                median_ms=group.median_ms,
-                median_cost=group.median_cost,
-                median_shared_blocks=group.median_shared_blocks,
-            )
-        )
-    durations = tuple(d for g in groups for d in g.durations_ms)
-    return make_side(
-        target,
-        variants,
-        durations,
-        timing_stats(durations) if durations else None,  # as a run's side: numpy's quantiles
-        tuple(p for g in groups for p in g.planning_ms),
-    )
+def _naive(moment: datetime | None) -> datetime | None:
+    return to_utc_naive(moment) if moment is not None else None

@@ -54,7 +54,7 @@ from detector.model.rows import (
     to_json,
 )
 from detector.store.connection import check_path, connect, make_parents, remove_new_store
-from detector.store.groups import GroupedSamples, PlanGroup, SideSummary, StoreGroupsMixin
+from detector.store.groups import GroupedSamples, StoreGroupsMixin, Window
 from detector.store.ingest import StoreIngestMixin
 from detector.store.migrate import SCHEMA_VERSION_DDL, Migration, load_migrations, pending
 from detector.store.owner import StoreOwnerMixin, this_process
@@ -75,13 +75,12 @@ __all__ = [
     "ObservationRow",
     "PgssEntry",
     "PgssSnapshotRow",
-    "PlanGroup",
     "PlanRecord",
     "QueryRecord",
     "RunRecord",
-    "SideSummary",
     "Store",
     "TargetRecord",
+    "Window",
     "log_batch_columns",
     "observation_rows",
     "plan_node_rows",

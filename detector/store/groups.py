@@ -3,7 +3,8 @@
 A comparison of 100,000 queries x 2 targets x 10 samples reads 2 million observations;
 building a Python object per observation costs seconds, so `grouped_samples` hands over the
 group keys (one row per plan shape) and the observations' numbers as numpy columns in group
-order. `PlanGroup` and `SideSummary` are the per-group records of time-window sides (logs).
+order. Time windows of logged executions are sides too (`Window`): the same groups, the rows
+selected by time and log source instead of by target.
 """
 
 from __future__ import annotations
@@ -20,59 +21,61 @@ from detector.store.reads import StoreBase
 Ints = npt.NDArray[np.int64]
 
 
-@dataclass(frozen=True)
-class PlanGroup:
-    """The executions of one query (and sweep point) on one side that used one plan shape."""
-
-    query_key: str
-    point: str | None
-    target_id: int
-    fingerprint: str
-    samples: int
-    durations_ms: tuple[float, ...]
-    planning_ms: tuple[float, ...]
-    median_ms: float | None
-    median_cost: float
-    median_shared_blocks: float
-
-
-@dataclass(frozen=True)
-class SideSummary:
-    """Timing distribution of one query (and point) on one side, over all plan shapes."""
-
-    query_key: str
-    point: str | None
-    target_id: int
-    n: int
-    median_ms: float
-    p90_ms: float
-    p99_ms: float
-    min_ms: float
-    max_ms: float
-
-
 _OBSERVATIONS = """
 FROM observations
 WHERE target_id IN (SELECT unnest($1::BIGINT[]))
   AND ($2::VARCHAR[] IS NULL OR query_key IN (SELECT unnest($2::VARCHAR[])))
 """
-
-_KEY = "query_key, point, target_id, fingerprint"
-_GROUPS = f"""
-SELECT {_KEY}, count(*), dense_rank() OVER (ORDER BY query_key, point) - 1, hash({_KEY})
-{_OBSERVATIONS}
-GROUP BY {_KEY}
-ORDER BY {_KEY}
+# time windows of logged executions as sides: each window's rows under its made-up side id
+# ($1), between its bounds ($3, $4: NULL is open), of its log source ($5: NULL is any)
+_WINDOW_OBSERVATIONS = """
+FROM (
+    SELECT o.* REPLACE (w.side_id AS target_id)
+    FROM observations o JOIN targets t USING (target_id)
+    JOIN (SELECT unnest($1::BIGINT[]) AS side_id, unnest($3::TIMESTAMP[]) AS since,
+                 unnest($4::TIMESTAMP[]) AS until, unnest($5::VARCHAR[]) AS source) w
+      ON (w.since IS NULL OR o.collected_at >= w.since)
+     AND (w.until IS NULL OR o.collected_at < w.until)
+     AND (w.source IS NULL OR t.name = w.source)
+    WHERE t.source = 'log'
+)
+WHERE ($2::VARCHAR[] IS NULL OR query_key IN (SELECT unnest($2::VARCHAR[])))
 """
 
+_KEY = "query_key, point, target_id, fingerprint"
 _NUMBERS = (
     "duration_ms, planning_ms, total_cost, coalesce(shared_hit, 0) + coalesce(shared_read, 0), "
     "sample_index"
 )
-_SAMPLES = f"SELECT {_NUMBERS} {_OBSERVATIONS} ORDER BY {_KEY}, sample_index"
-_HASHED_SAMPLES = f"""
-SELECT {_NUMBERS}, hash({_KEY}) AS key_hash {_OBSERVATIONS} ORDER BY key_hash, sample_index
+
+
+def _queries(source: str) -> tuple[str, str, str]:
+    """The group keys, the samples in key order, and the samples by key hash, from `source`."""
+    groups = f"""
+SELECT {_KEY}, count(*), dense_rank() OVER (ORDER BY query_key, point) - 1, hash({_KEY})
+{source}
+GROUP BY {_KEY}
+ORDER BY {_KEY}
 """
+    samples = f"SELECT {_NUMBERS} {source} ORDER BY {_KEY}, sample_index"
+    hashed = f"""
+SELECT {_NUMBERS}, hash({_KEY}) AS key_hash {source} ORDER BY key_hash, sample_index
+"""
+    return groups, samples, hashed
+
+
+_OF_TARGETS = _queries(_OBSERVATIONS)
+_OF_WINDOWS = _queries(_WINDOW_OBSERVATIONS)
+
+
+@dataclass(frozen=True)
+class Window:
+    """A time window of logged executions as a compare side, under a made-up side id."""
+
+    side_id: int
+    since: Any  # naive UTC datetime or None (open)
+    until: Any
+    source: str | None
 
 
 @dataclass(frozen=True)
@@ -135,20 +138,34 @@ def _take(columns: dict[str, Any], order: Ints) -> list[Any]:
 
 class StoreGroupsMixin(StoreBase):
     def grouped_samples(
-        self, target_ids: Sequence[int], query_keys: Sequence[str] | None = None
+        self,
+        target_ids: Sequence[int],
+        query_keys: Sequence[str] | None = None,
+        windows: Sequence[Window] = (),
     ) -> GroupedSamples:
-        """The observations of these targets (of these queries only, if given) as plan groups."""
-        parameters = [list(target_ids), None if query_keys is None else list(query_keys)]
+        """The observations of these targets (of these queries only, if given) as plan groups;
+        with `windows`, the logged executions of each window instead, under its side id."""
+        parameters: list[Any] = [list(target_ids), None if query_keys is None else list(query_keys)]
+        group_sql, samples_sql, hashed_sql = _OF_TARGETS
+        if windows:
+            parameters = [
+                [w.side_id for w in windows],
+                parameters[1],
+                [w.since for w in windows],
+                [w.until for w in windows],
+                [w.source for w in windows],
+            ]
+            group_sql, samples_sql, hashed_sql = _OF_WINDOWS
         with self.transaction():  # both reads see the same rows
-            groups = list(self._con.execute(_GROUPS, parameters).fetchnumpy().values())
-            columns = self._con.execute(_HASHED_SAMPLES, parameters).fetchnumpy()
+            groups = list(self._con.execute(group_sql, parameters).fetchnumpy().values())
+            columns = self._con.execute(hashed_sql, parameters).fetchnumpy()
             keys, points, targets, fingerprints = (column.tolist() for column in groups[:4])
             sizes, numbers, hashes = (np.asarray(column) for column in groups[4:])
             order = _group_order(
                 hashes.astype(np.uint64), sizes.astype(np.int64), columns["key_hash"]
             )
             if order is None:  # two groups with one hash: DuckDB sorts (slower, more memory)
-                columns = self._con.execute(_SAMPLES, parameters).fetchnumpy()
+                columns = self._con.execute(samples_sql, parameters).fetchnumpy()
         durations, planning, cost, blocks, sample_indices = (
             list(columns.values())[:5] if order is None else _take(columns, order)
         )

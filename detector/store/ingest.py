@@ -29,7 +29,6 @@ from detector.model.records import (
     utc_now,
 )
 from detector.model.rows import PLAN_COLUMNS, PLAN_NODE_COLUMNS, NewPlan
-from detector.store.groups import PlanGroup
 from detector.store.reads import StoreBase, _observation_row
 
 _LEDGER_COLUMNS = (
@@ -267,29 +266,6 @@ class StoreIngestMixin(StoreBase):
         ).fetchall()
         width = len(OBSERVATION_COLUMNS)
         return [LogObservationRow(_observation_row(row[:width]), *row[width:]) for row in rows]
-
-    def window_groups(
-        self, since: datetime | None, until: datetime | None, source: str | None, side_id: int
-    ) -> list[PlanGroup]:
-        """Log observations in [since, until) grouped by query, point and plan shape, under
-        the made-up target id `side_id` (a time window is a compare side)."""
-        rows = self._con.execute(
-            "SELECT query_key, point, fingerprint, count(*), "
-            "coalesce(list(duration_ms ORDER BY collected_at) FILTER (WHERE duration_ms IS NOT NULL), []), "
-            "coalesce(list(planning_ms ORDER BY collected_at) FILTER (WHERE planning_ms IS NOT NULL), []), "
-            "median(duration_ms), median(total_cost), "
-            "median(coalesce(shared_hit, 0) + coalesce(shared_read, 0)) "
-            "FROM observations o JOIN targets t USING (target_id) WHERE t.source = 'log' "
-            "AND ($1 IS NULL OR o.collected_at >= $1) AND ($2 IS NULL OR o.collected_at < $2) "
-            "AND ($3 IS NULL OR t.name = $3) GROUP BY query_key, point, fingerprint",
-            [_naive(since), _naive(until), source],
-        ).fetchall()
-        return [
-            PlanGroup(
-                key, point, side_id, fp, n, tuple(d), tuple(p), median, float(cost), float(blocks)
-            )
-            for key, point, fp, n, d, p, median, cost, blocks in rows
-        ]
 
     # -- pg_stat_statements_info -----------------------------------------------------------
 
