@@ -25,9 +25,14 @@ if ! "$PYTHON" -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null
 fi
 
 stamp="$VENV/.planshift-installed"
+PIP=("$VENV/bin/python" -m pip install -q --disable-pip-version-check)
 if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
   [ -x "$VENV/bin/python" ] || "$PYTHON" -m venv "$VENV"
-  "$VENV/bin/python" -m pip install -q --disable-pip-version-check --upgrade pip
-  "$VENV/bin/python" -m pip install -q --disable-pip-version-check -e '.[pg17,pg18,dev]'
+  "${PIP[@]}" --upgrade pip 'setuptools>=77'
+  "${PIP[@]}" '.[pg17,pg18,dev]'
   touch "$stamp"
 fi
+# planshift itself from this checkout, every time and not editable: the demo and the tests run
+# what a user installs (tests/test_installed.py checks it is this code)
+"${PIP[@]}" --no-deps --no-build-isolation --force-reinstall .
+rm -rf build

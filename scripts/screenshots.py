@@ -24,7 +24,9 @@ import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "tests"))
+
+from chromium import screenshot  # noqa: E402
 
 from detector.engine.compare import CompareOptions  # noqa: E402
 from detector.jobs.run import census_from_store, compare_from_store  # noqa: E402
@@ -32,7 +34,6 @@ from detector.model import Severity  # noqa: E402
 from detector.reports import render  # noqa: E402
 from detector.reports.census_html import render_census_html  # noqa: E402
 from detector.reports.common import by_importance  # noqa: E402
-from tests.chromium import screenshot  # noqa: E402
 
 DEMO_STORE = ROOT / "examples" / "demo" / "demo.duckdb"
 SWEEP_STORE = ROOT / "tests" / "fixtures" / "reports" / "store.duckdb"

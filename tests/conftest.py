@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 import uuid
 from collections.abc import Callable, Iterator
@@ -15,10 +16,12 @@ from collectors.servers.embedded import EmbeddedCluster
 from collectors.servers.installations import Installation, discover, find_installation
 from detector.errors import PlanshiftError
 
+# `python -m detector` in a subprocess must import the installed planshift, not ./detector
+os.environ["PYTHONSAFEPATH"] = "1"
+
 sys.path.insert(0, str(Path(__file__).resolve().parent / "fixtures" / "logs"))
 from capture_logs import capture, mixed_workload
-
-from tests.helpers import INSTALL_HOW, SUPPORTED_MAJORS, FreshDb
+from helpers import INSTALL_HOW, SUPPORTED_MAJORS, FreshDb
 
 
 def _cluster(major: int) -> Iterator[EmbeddedCluster]:

@@ -8,10 +8,10 @@ import sys
 from pathlib import Path
 
 import pytest
+from helpers import fixed_store
 
 import detector
 from detector import CompareOptions, PlanshiftError, Store, compare, compare_plans
-from tests.helpers import fixed_store
 
 PLANS = Path(__file__).resolve().parent / "fixtures" / "plans" / "pg17"
 

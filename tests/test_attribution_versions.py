@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from helpers import INSTALL_HOW
 
 from collectors.runner import RunOptions, run_workload
 from collectors.servers.installations import find_installation
@@ -14,7 +15,6 @@ from detector.engine.compare import CompareOptions, compare_sides, resolve_side
 from detector.errors import PlanshiftError
 from detector.jobs.workload import load_workload
 from detector.store import Store
-from tests.helpers import INSTALL_HOW
 
 WORKLOAD = """
 [workload]

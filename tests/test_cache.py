@@ -7,13 +7,13 @@ from pathlib import Path
 
 import psycopg
 import pytest
+from helpers import FreshDb
 
 from collectors.runner import RunOptions, run_workload
 from collectors.servers.embedded import EmbeddedCluster
 from collectors.servers.targets import open_servers, resolve_target_specs
 from detector.jobs.workload import load_workload
 from detector.store import Store
-from tests.helpers import FreshDb
 
 WORKLOAD = """
 [workload]

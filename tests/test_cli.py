@@ -13,11 +13,11 @@ import time
 from pathlib import Path
 
 import pytest
+from helpers import FORCED_PLANS_WORKLOAD as WORKLOAD
+from helpers import FreshDb, planshift
 
 from collectors.servers.embedded import EmbeddedCluster
 from detector.cli.app import app
-from tests.helpers import FORCED_PLANS_WORKLOAD as WORKLOAD
-from tests.helpers import FreshDb, planshift
 
 COMMANDS = sorted(c.name or c.callback.__name__ for c in app.registered_commands if c.callback)
 

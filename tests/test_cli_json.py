@@ -8,10 +8,10 @@ from typing import Any
 
 import jsonschema
 import pytest
+from helpers import FORCED_PLANS_WORKLOAD as WORKLOAD
+from helpers import FreshDb, planshift
 
 from collectors.servers.embedded import EmbeddedCluster
-from tests.helpers import FORCED_PLANS_WORKLOAD as WORKLOAD
-from tests.helpers import FreshDb, planshift
 
 SCHEMAS = Path(__file__).resolve().parents[1] / "detector" / "reports" / "schema"
 

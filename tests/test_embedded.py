@@ -193,7 +193,7 @@ def test_reap_orphans_after_owner_is_killed(base_dir: Path) -> None:
         stdout=subprocess.PIPE,
         text=True,
         cwd=REPO_ROOT,
-        env={**os.environ, "PYTHONPATH": str(REPO_ROOT)},
+        env=dict(os.environ),  # the installed planshift (conftest: PYTHONSAFEPATH)
     )
     assert owner.stdout is not None
     data_dir = Path(owner.stdout.readline().strip())
@@ -233,7 +233,7 @@ def test_cluster_stopped_at_interpreter_exit(base_dir: Path) -> None:
         capture_output=True,
         text=True,
         cwd=REPO_ROOT,
-        env={**os.environ, "PYTHONPATH": str(REPO_ROOT)},
+        env=dict(os.environ),  # the installed planshift (conftest: PYTHONSAFEPATH)
         timeout=60,
         check=True,
     )

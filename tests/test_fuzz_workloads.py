@@ -10,11 +10,11 @@ from typing import Any
 
 import duckdb
 import psycopg
+from helpers import FreshDb
 from typer.testing import CliRunner
 
 from collectors.servers.embedded import EmbeddedCluster
 from detector.cli.app import app
-from tests.helpers import FreshDb
 
 CASES = 220
 HOSTILE_SQL = [

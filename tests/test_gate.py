@@ -5,13 +5,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from helpers import FORCED_PLANS_WORKLOAD, FreshDb, planshift
 
 from collectors.servers.embedded import EmbeddedCluster
 from detector.engine.approvals import read_approvals
 from detector.engine.config import load_config, parse_config
 from detector.errors import PlanshiftError
 from detector.jobs.gate import parse_rule_option
-from tests.helpers import FORCED_PLANS_WORKLOAD, FreshDb, planshift
 
 WORKLOAD = FORCED_PLANS_WORKLOAD.replace('name = "cli-test"', 'name = "gate-test"') + """
 [[queries]]

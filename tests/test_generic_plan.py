@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from helpers import FreshDb
+
 from collectors.runner import RunOptions, run_workload
 from collectors.servers.embedded import EmbeddedCluster
 from collectors.servers.targets import open_servers, resolve_target_specs
@@ -11,7 +13,6 @@ from detector.engine.compare import CompareOptions, compare_sides, resolve_side
 from detector.jobs.workload import load_workload
 from detector.model import Verdict
 from detector.store import Store
-from tests.helpers import FreshDb
 
 WORKLOAD = """
 [workload]

@@ -22,8 +22,7 @@ from detector.store import OBSERVATION_COLUMNS, Store
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "fixtures" / "logs"))
 from capture_logs import MODES, PREFIX, expected_plans
-
-from tests.helpers import Rows, ingest, stored
+from helpers import Rows, ingest, stored
 
 pytestmark = pytest.mark.pg
 

@@ -122,7 +122,7 @@ def test_a_log_line_prefix_that_reads_nothing_is_an_error(tmp_path: Path) -> Non
 def test_a_gzip_cut_short_read_in_parallel_as_sequentially(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from tests.helpers import contents, ingest_with
+    from helpers import contents, ingest_with
 
     packed = gzip.compress(PG17.read_bytes() * 3)
     log = tmp_path / "cut.log.gz"

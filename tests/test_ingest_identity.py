@@ -11,9 +11,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers import ingest, stored
 
 from detector.store import Store
-from tests.helpers import ingest, stored
 
 LOGS = Path(__file__).resolve().parent / "fixtures" / "logs"
 REPRO = LOGS / "repro"  # cut from real server logs (issue 13)

@@ -13,11 +13,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers import consistent, contents, corrupt, ingest_with, json_entries, with_pid
 
 from collectors.logs import autoexplain as autoexplain_log
 from collectors.logs import parallel as log_parallel
 from detector.errors import PlanshiftError
-from tests.helpers import consistent, contents, corrupt, ingest_with, json_entries, with_pid
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "fixtures" / "logs"))
 

@@ -14,15 +14,14 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from helpers import ingest, stored
 
 from collectors.logs import formats as log_formats
 from detector.store import Store
-from tests.helpers import ingest, stored
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "fixtures" / "logs"))
 from capture_logs import PREFIX, plan_entries, replicate
-
-from tests.helpers import consistent, corrupt, json_entries, with_pid
+from helpers import consistent, corrupt, json_entries, with_pid
 
 pytestmark = pytest.mark.pg
 ROOT = Path(__file__).resolve().parent.parent
@@ -121,13 +120,13 @@ def test_an_ingest_killed_midway_leaves_a_consistent_store_and_resumes(
     store = tmp_path / "s.duckdb"
     command = [sys.executable, "-m", "detector", "ingest", str(log), "--store", str(store)]
     command += ["--log-line-prefix", PREFIX]
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    env = dict(os.environ)
     process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.PIPE)
     deadline = time.monotonic() + 60
     wal = store.with_name(store.name + ".wal")
-    while time.monotonic() < deadline and not (wal.exists() and wal.stat().st_size > 1 << 20):
+    # killed once a few batches are in the write-ahead log, well before the end of the log
+    while time.monotonic() < deadline and not (wal.exists() and wal.stat().st_size > 2 << 20):
         time.sleep(0.05)
-    time.sleep(0.3)
     process.send_signal(signal.SIGKILL)
     process.wait()
     assert process.returncode == -signal.SIGKILL, "the ingest finished before it was killed"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import psycopg
 import pytest
+from helpers import FreshDb
 from typer.testing import CliRunner
 
 from collectors.servers.embedded import EmbeddedCluster
@@ -11,7 +12,6 @@ from collectors.servers.installations import find_installation
 from collectors.setup_check import check_server, config_snippet
 from detector.cli.app import app
 from detector.errors import PlanshiftError
-from tests.helpers import FreshDb
 
 pytestmark = pytest.mark.pg
 

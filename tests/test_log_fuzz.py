@@ -11,11 +11,11 @@ import random
 from collections.abc import Callable
 from pathlib import Path
 
+from helpers import consistent
 from typer.testing import CliRunner, Result
 
 from detector.cli.app import app
 from detector.store import Store
-from tests.helpers import consistent
 
 LOGS = Path(__file__).resolve().parent / "fixtures" / "logs"
 SOURCES = sorted(

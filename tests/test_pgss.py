@@ -6,6 +6,7 @@ from pathlib import Path
 
 import psycopg
 import pytest
+from helpers import FreshDb
 from rich.console import Console
 from typer.testing import CliRunner
 
@@ -16,7 +17,6 @@ from detector.engine.timeline import PgssDelta, store_pgss_deltas
 from detector.errors import PlanshiftError
 from detector.jobs.ingest import take_snapshot
 from detector.store import Store
-from tests.helpers import FreshDb
 
 pytestmark = pytest.mark.pg
 QUERY = "SELECT count(*) FROM pg_class WHERE relpages >= %s"

@@ -19,9 +19,9 @@ from urllib.parse import quote
 
 import psycopg
 import pytest
+from helpers import FreshDb
 
 from collectors.servers.embedded import EmbeddedCluster
-from tests.helpers import FreshDb
 
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"

@@ -10,6 +10,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
+from helpers import fixed_store
 
 from detector.errors import PlanshiftError
 from detector.model import Plan, Severity, parse_plan
@@ -19,7 +20,6 @@ from detector.reports.common import findings_by_query, fmt_number, slug
 from detector.reports.github import escape_data, escape_property
 from detector.reports.plan_diff import align, q_error
 from detector.reports.sweeps import crossings
-from tests.helpers import fixed_store
 
 ROOT = Path(__file__).resolve().parent.parent
 PLANS = ROOT / "tests" / "fixtures" / "plans" / "pg15"
@@ -147,7 +147,7 @@ def planshift(*args: str | Path, cwd: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "detector", *map(str, args)],
         capture_output=True, text=True, cwd=cwd, timeout=300,
-        env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin", "HOME": str(cwd)},
+        env={"PATH": "/usr/bin:/bin", "HOME": str(cwd), "PYTHONSAFEPATH": "1"},
     )  # fmt: skip
 
 

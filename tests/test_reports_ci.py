@@ -128,7 +128,7 @@ def test_gate_script_fails_a_regressing_conf_change(tmp_path: Path) -> None:
     planshift.write_text(f'#!/bin/sh\nexec "{sys.executable}" -m detector "$@"\n')
     planshift.chmod(0o755)
     env = dict(os.environ, BASE_REF="main", PLANSHIFT=str(planshift), PLANSHIFT_POSTGRES="15",
-               PYTHONPATH=str(ROOT), PYTHON=sys.executable, GITHUB_ACTIONS="")  # fmt: skip
+               PYTHON=sys.executable, GITHUB_ACTIONS="")  # fmt: skip
     env.pop("GITHUB_STEP_SUMMARY", None)
     result = subprocess.run(
         ["bash", str(CI / "gate.sh")], cwd=repo, env=env, capture_output=True, text=True,

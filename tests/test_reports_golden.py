@@ -17,12 +17,12 @@ from typing import Any
 
 import jsonschema
 import pytest
+from helpers import COMMITTED, fixed_store
 
 from detector.engine.compare import CompareOptions
 from detector.jobs.run import compare_from_store
 from detector.model import ComparisonResult, Severity
 from detector.reports import FORMATS, render
-from tests.helpers import COMMITTED, fixed_store
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "reports"
 STORE = fixed_store()

@@ -20,10 +20,7 @@ from pathlib import Path
 from urllib.parse import unquote
 
 import pytest
-
-from detector.model import ComparisonResult, QueryComparison, parse_plan
-from detector.model.units import fmt_ms, fmt_version
-from tests.chromium import (
+from chromium import (
     CHROMIUM,
     DevTools,
     Element,
@@ -32,7 +29,10 @@ from tests.chromium import (
     needs_chromium,
     rendered,
 )
-from tests.helpers import fixed_store
+from helpers import fixed_store
+
+from detector.model import ComparisonResult, QueryComparison, parse_plan
+from detector.model.units import fmt_ms, fmt_version
 
 ROOT = Path(__file__).resolve().parent.parent
 STORE = fixed_store()

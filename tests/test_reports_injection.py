@@ -17,6 +17,7 @@ from pathlib import Path
 
 import duckdb
 import pytest
+from helpers import COMMITTED
 from markdown_it import MarkdownIt
 from rich.console import Console
 from typer.testing import CliRunner
@@ -36,7 +37,6 @@ from detector.reports.escape import (
     single_line,
     visible,
 )
-from tests.helpers import COMMITTED
 
 TERMINAL = "q\x1b[2J\x1b]0;pwned\x07\x1b]52;c;ZXZpbA==\x07"
 FENCE = "```\n<img src=x onerror=alert(1)>\n```"

@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers import CASE_FILES, CASES_DIR, ROOT, load_case
 
 import rules
 from detector.model import (
@@ -50,7 +51,6 @@ from detector.model.units import fmt_duration, fmt_ratio
 from rules import base
 from rules.common import relative_gap
 from rules.ps101_index_to_bitmap_scan import index_to_bitmap_pairs
-from tests.helpers import CASE_FILES, CASES_DIR, ROOT, load_case
 
 DOCS_URL = re.compile(r"https://www\.postgresql\.org/docs/current/([a-z0-9-]+\.html)(?:#[A-Z0-9-]+)?")
 #: the PostgreSQL documentation pages the rule docs cite (docs/current/<page>): a typo fails

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from helpers import CASE_FILES, load_case
+
 from detector.model import QueryComparison, Verdict
 from rules import RuleRunner, all_rules
-from tests.helpers import CASE_FILES, load_case
 
 
 def comparisons() -> list[QueryComparison]:

@@ -5,6 +5,7 @@ from pathlib import Path
 
 import psycopg
 import pytest
+from helpers import FreshDb
 from psycopg.conninfo import make_conninfo
 
 from collectors.runner import RunOptions, plan_count, run_workload
@@ -19,7 +20,6 @@ from collectors.session import connect, one_statement
 from detector.errors import PlanshiftError
 from detector.jobs.workload import load_workload
 from detector.store import Store
-from tests.helpers import FreshDb
 
 WORKLOAD = """
 [workload]

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import psycopg
 import pytest
+from helpers import FreshDb
 
 from collectors.runner import RunOptions, run_workload
 from collectors.servers.embedded import EmbeddedCluster
@@ -17,7 +18,6 @@ from detector.errors import PlanshiftError
 from detector.jobs.workload import load_workload
 from detector.model.workload import Query
 from detector.store import Store
-from tests.helpers import FreshDb
 
 HEAD = """
 [workload]

@@ -13,6 +13,7 @@ from typing import Any
 
 import psycopg
 import pytest
+from helpers import FreshDb
 from psycopg import sql
 from typer.testing import CliRunner
 
@@ -20,7 +21,6 @@ from collectors.servers.embedded import EmbeddedCluster
 from collectors.servers.targets import redact_secrets
 from detector.cli.app import app
 from detector.store import Store
-from tests.helpers import FreshDb
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "fixtures" / "logs"))
 from capture_logs import PREFIX, capture  # type: ignore[import-not-found]

@@ -4,10 +4,10 @@ the table statistics the planner saw, read from real clusters."""
 from __future__ import annotations
 
 import psycopg
+from helpers import FreshDb
 
 from collectors.server_info import describe_server
 from collectors.servers.embedded import EmbeddedCluster
-from tests.helpers import FreshDb
 
 
 def test_jit_availability_and_table_statistics_are_recorded(

@@ -12,6 +12,7 @@ from typing import Any
 
 import duckdb
 import pytest
+from helpers import FIXTURES, T0, fixture, new_run, observation, observation_of
 
 from detector.errors import PlanshiftError
 from detector.model import (
@@ -25,7 +26,6 @@ from detector.model import (
 )
 from detector.store import PgssEntry, Store
 from detector.store.migrate import load_migrations
-from tests.helpers import FIXTURES, T0, fixture, new_run, observation, observation_of
 
 
 def table_counts(path: Path) -> dict[str, int]:

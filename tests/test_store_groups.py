@@ -8,10 +8,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from helpers import new_run, observation
 
 from detector.store import GroupedSamples, Store
 from detector.store import groups as store_groups
-from tests.helpers import new_run, observation
 
 NAMES = sorted(p.stem for p in (Path(__file__).parent / "fixtures" / "store").glob("*.json"))
 

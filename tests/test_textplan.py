@@ -15,6 +15,7 @@ from typing import Any
 
 import psycopg
 import pytest
+from helpers import FreshDb
 
 from collectors.logs.formats import Position
 from collectors.logs.plans import LoggedPlan, read_entry
@@ -23,7 +24,6 @@ from collectors.logs.records import make_reader
 from collectors.logs.textplan import node_from_label
 from collectors.servers.embedded import EmbeddedCluster
 from detector.model import fingerprint, signature
-from tests.helpers import FreshDb
 
 REPRO = Path(__file__).resolve().parent / "fixtures" / "logs" / "repro"
 SETUP = """

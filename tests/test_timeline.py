@@ -13,6 +13,7 @@ from pathlib import Path
 
 import jsonschema
 import pytest
+from helpers import ingest
 from rich.console import Console
 from typer.testing import CliRunner
 
@@ -25,7 +26,6 @@ from detector.errors import PlanshiftError
 from detector.jobs.ingest import take_snapshot
 from detector.model import Verdict
 from detector.store import Store
-from tests.helpers import ingest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "fixtures" / "logs"))
 from capture_logs import INCIDENT_PHASES, capture, incident_workload

@@ -23,10 +23,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers import INSTALL_HOW
 
 from collectors.servers.installations import find_installation
 from detector.errors import PlanshiftError
-from tests.helpers import INSTALL_HOW
 
 REPO = Path(__file__).resolve().parent.parent
 POINTS = ("N=100", "N=400", "N=3000")
