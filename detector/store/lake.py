@@ -46,7 +46,8 @@ def check_host(host: str) -> str:
 
 
 def export_host(store_path: Path, lake: Path, host: str) -> dict[str, int]:
-    """Replace `host`'s part of the lake with every table of the store; rows per table."""
+    """Bring `host`'s files in the lake up to date with every table of the store (only the
+    files whose rows changed are written); rows per table."""
     check_host(host)
     with Store(store_path, read_only=True) as store:
         tables = store_tables(store)
