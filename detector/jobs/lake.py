@@ -18,7 +18,7 @@ from detector.store.lake import check_host, export_host, lake_queries, materiali
 
 
 def export_after_ingest(store_path: Path, lake: Path, host: str) -> int:
-    """The host's whole store into the lake (its previous export replaced); observations sent."""
+    """The host's store into the lake (the files whose rows changed); its observations."""
     return export_host(store_path, lake, check_host(host)).get("observations", 0)
 
 
