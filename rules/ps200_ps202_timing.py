@@ -51,11 +51,12 @@ def timing_regression(comparison: QueryComparison, options: Mapping[str, Any]) -
     """The candidate is measured slower: the timing verdict is `regressed`.
 
     ## What it flags
-    A query whose timing comparison says `regressed` (README "How it decides"): the
-    95% confidence interval of the effect lies above 1 (interleaved sides: the biweight
-    t interval of the per-sample ratios; other sides: a bootstrap of the ratio of
-    medians), the effect exceeds the minimum (default 10%) and the A/A noise floor,
-    and the q-value across the comparison's queries is below 5%. Always an error. Too few samples or an
+    A query whose timing comparison says `regressed` (README "How it
+    decides"): the 95% confidence interval of the effect lies above 1
+    (interleaved sides: the biweight t interval of the per-sample ratios;
+    other sides: a bootstrap of the ratio of medians), the effect exceeds the
+    minimum (default 10%) and the A/A noise floor, and the q-value across the
+    comparison's queries is below 5%. Always an error. Too few samples or an
     overlapping interval is `inconclusive` and never fires. With `min_delta_ms`
     (default 0.0) a regression whose median grows by less than that many
     milliseconds is skipped (sub-millisecond queries in a CI gate).
