@@ -23,7 +23,7 @@ from detector.store import Store, TargetRecord
 from detector.store.groups import Window
 
 WINDOW_TARGET_ID = 0  # a window has no target row (target ids start at 1)
-_ROLES = (-1, -2)  # baseline, candidate: the keys window_pairs groups each window's plans under
+_ROLES = (-1, -2)  # baseline, candidate: the side ids the windows' executions are grouped under
 
 
 @dataclass(frozen=True)
