@@ -7,7 +7,6 @@ import atexit
 import json
 import random
 import shutil
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -20,17 +19,21 @@ from pathlib import Path
 from typing import Any
 
 from collectors.logs.autoexplain import FileReport, IngestOptions, LogIngest
+from collectors.runner import RunOptions, run_workload
 from collectors.servers.embedded import EmbeddedCluster
+from collectors.servers.targets import open_servers, resolve_target_specs
 from detector.engine import stats
+from detector.engine.compare import CompareOptions, compare_sides, resolve_side
+from detector.engine.plans import side_of
+from detector.jobs.workload import load_workload
 from detector.model import (
+    ComparisonResult,
     Observation,
     Plan,
-    PlanVariant,
     QueryComparison,
     Side,
     fingerprint,
     parse_plan,
-    signature,
 )
 from detector.store import Store
 
@@ -239,32 +242,24 @@ CASE_FILES = sorted(CASES_DIR.glob("PS*/*.toml"))
 
 
 def _load_side(label: str, raw: dict[str, Any]) -> Side:
+    """One side of a rule case, built as `detector.compare_plans` builds its sides."""
     entries = raw.get("plans") or [{"fixture": raw["plan"]}]
-    durations = tuple(float(d) for d in raw["durations_ms"])
-    variants: list[PlanVariant] = []
-    docs: dict[str, dict[str, Any]] = {}
-    for entry in entries:
-        doc = json.loads((ROOT / entry["fixture"]).read_text())
-        plan = parse_plan(doc["explain"])
-        samples = int(entry.get("samples", len(durations)))
-        median = entry.get("median_ms", statistics.median(durations) if len(entries) == 1 else None)
-        fp = fingerprint(plan)
-        docs[fp] = doc
-        shared = float(plan.buffers_total().shared_total)
-        variants.append(
-            PlanVariant(fp, signature(plan), plan, samples, median, plan.total_cost, shared)
-        )
-    variants.sort(key=lambda v: (-v.samples, v.fingerprint))
-    dominant = docs[variants[0].fingerprint]
+    durations = [float(d) for d in raw["durations_ms"]]
+    docs = [json.loads((ROOT / entry["fixture"]).read_text()) for entry in entries]
+    side = side_of(
+        raw.get("label", label),
+        [doc["explain"] for doc in docs],
+        durations,
+        samples=[int(entry.get("samples", len(durations))) for entry in entries],
+        planning_ms=[float(p) for p in raw.get("planning_ms", ())],
+    )
+    by_fingerprint = {fingerprint(parse_plan(doc["explain"])): doc for doc in docs}
+    dominant = by_fingerprint[side.dominant.fingerprint]
     settings = raw.get("settings", dominant.get("gucs") or {})
-    return Side(
-        label=raw.get("label", label),
+    return replace(
+        side,
         server_version_num=dominant.get("server_version_num"),
         settings={str(k): str(v) for k, v in settings.items()},
-        plans=tuple(variants),
-        durations_ms=durations,
-        timing=stats.timing_stats(durations),
-        planning_ms=tuple(float(p) for p in raw.get("planning_ms", ())),
     )
 
 
@@ -338,3 +333,27 @@ def contents(store_path: Path) -> dict[str, list[tuple[Any, ...]]]:
                 ("plans", "first_seen"),
             )
         }
+
+
+def run_and_compare(
+    tmp_path: Path,
+    workload_text: str,
+    baseline: str,
+    candidate: str,
+    options: RunOptions | None = None,
+) -> ComparisonResult:
+    """Write the workload, run it on its targets (real clusters) and compare two of its sides."""
+    path = tmp_path / "w.toml"
+    path.write_text(workload_text)
+    workload = load_workload(path)
+    with (
+        open_servers(resolve_target_specs(workload.targets, [], {})) as servers,
+        Store(tmp_path / "s.duckdb") as store,
+    ):
+        run_id = run_workload(workload, servers, store, options or RunOptions())
+        return compare_sides(
+            store,
+            resolve_side(store, baseline, run_id),
+            resolve_side(store, candidate, run_id),
+            CompareOptions(noise_run=None),
+        )

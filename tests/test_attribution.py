@@ -5,13 +5,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from collectors.runner import RunOptions, run_workload
-from collectors.servers.targets import open_servers, resolve_target_specs
-from detector.engine.compare import CompareOptions, compare_sides, resolve_side
+from helpers import run_and_compare
+
+from collectors.runner import RunOptions
 from detector.jobs.run import DEMO_WORKLOAD
-from detector.jobs.workload import load_workload
 from detector.reports.json_report import to_document
-from detector.store import Store
 
 
 def test_of_three_differing_settings_the_one_that_moves_the_plan_is_named(
@@ -24,19 +22,7 @@ def test_of_three_differing_settings_the_one_that_moves_the_plan_is_named(
         '[variants.proposed]\nrandom_page_cost = "1.1"\nwork_mem = "64MB"\n'
         'effective_io_concurrency = "200"',
     )
-    path = tmp_path / "w.toml"
-    path.write_text(text)
-    workload = load_workload(path)
-    with open_servers(resolve_target_specs(workload.targets, [], {})) as servers, Store(
-        tmp_path / "s.duckdb"
-    ) as store:
-        run_id = run_workload(workload, servers, store, RunOptions(queries=("sum_range",)))
-        result = compare_sides(
-            store,
-            resolve_side(store, "current", run_id),
-            resolve_side(store, "proposed", run_id),
-            CompareOptions(noise_run=None),
-        )
+    result = run_and_compare(tmp_path, text, "current", "proposed", RunOptions(queries=("sum_range",)))
     (query,) = result.queries
     assert query.plan_changed
     assert query.attribution is not None

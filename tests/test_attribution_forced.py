@@ -5,11 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from collectors.runner import RunOptions, run_workload
-from collectors.servers.targets import open_servers, resolve_target_specs
-from detector.engine.compare import CompareOptions, compare_sides, resolve_side
-from detector.jobs.workload import load_workload
-from detector.store import Store
+from helpers import run_and_compare
 
 WORKLOAD = """
 [workload]
@@ -41,20 +37,7 @@ params = { lo = { range = [1, 150000] } }
 
 
 def test_a_flip_no_setting_explains_is_forced_back_and_timed(tmp_path: Path) -> None:
-    path = tmp_path / "w.toml"
-    path.write_text(WORKLOAD)
-    workload = load_workload(path)
-    with (
-        open_servers(resolve_target_specs(workload.targets, [], {})) as servers,
-        Store(tmp_path / "s.duckdb") as store,
-    ):
-        run_id = run_workload(workload, servers, store, RunOptions())
-        result = compare_sides(
-            store,
-            resolve_side(store, "vacuumed", run_id),
-            resolve_side(store, "churned", run_id),
-            CompareOptions(noise_run=None),
-        )
+    result = run_and_compare(tmp_path, WORKLOAD, "vacuumed", "churned")
     (query,) = result.queries
     assert query.plan_changed and "IndexOnlyScan" in query.baseline.dominant.signature
     tested = query.attribution

@@ -6,15 +6,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from helpers import INSTALL_HOW
+from helpers import INSTALL_HOW, run_and_compare
 
-from collectors.runner import RunOptions, run_workload
 from collectors.servers.installations import find_installation
-from collectors.servers.targets import open_servers, resolve_target_specs
-from detector.engine.compare import CompareOptions, compare_sides, resolve_side
 from detector.errors import PlanshiftError
-from detector.jobs.workload import load_workload
-from detector.store import Store
 
 WORKLOAD = """
 [workload]
@@ -50,20 +45,7 @@ def test_a_version_flip_no_setting_explains_is_the_planner_s(tmp_path: Path) -> 
             find_installation(major)
         except PlanshiftError:
             pytest.skip(f"PostgreSQL {major} is not available: {INSTALL_HOW[major]}")
-    path = tmp_path / "w.toml"
-    path.write_text(WORKLOAD)
-    workload = load_workload(path)
-    with (
-        open_servers(resolve_target_specs(workload.targets, [], {})) as servers,
-        Store(tmp_path / "s.duckdb") as store,
-    ):
-        run_id = run_workload(workload, servers, store, RunOptions())
-        result = compare_sides(
-            store,
-            resolve_side(store, "pg17", run_id),
-            resolve_side(store, "pg18", run_id),
-            CompareOptions(noise_run=None),
-        )
+    result = run_and_compare(tmp_path, WORKLOAD, "pg17", "pg18")
     (query,) = result.queries
     assert "BitmapOr" in query.baseline.dominant.signature
     assert "BitmapOr" not in query.candidate.dominant.signature

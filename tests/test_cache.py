@@ -7,7 +7,7 @@ from pathlib import Path
 
 import psycopg
 import pytest
-from helpers import FreshDb
+from helpers import FreshDb, run_and_compare
 
 from collectors.runner import RunOptions, run_workload
 from collectors.servers.embedded import EmbeddedCluster
@@ -219,7 +219,6 @@ def test_io_time_is_null_when_not_measured(
 def test_per_target_setup_compares_table_states_interleaved(tmp_path: Path) -> None:
     """Two clusters of one version, one with its table vacuumed after the load and one with
     10% of its rows updated since: the index-only scan reads the heap on the second only."""
-    from detector.engine.compare import CompareOptions, compare_sides, resolve_side
 
     text = """
 [workload]
@@ -252,20 +251,7 @@ name = "ids"
 sql = "SELECT count(id) FROM t WHERE id BETWEEN %(lo)s AND %(lo)s + 5000"
 params = { lo = { range = [1, 90000] } }
 """
-    path = tmp_path / "w.toml"
-    path.write_text(text)
-    workload = load_workload(path)
-    with (
-        open_servers(resolve_target_specs(workload.targets, [], {})) as servers,
-        Store(tmp_path / "s.duckdb") as store,
-    ):
-        run_id = run_workload(workload, servers, store, RunOptions())
-        result = compare_sides(
-            store,
-            resolve_side(store, "vacuumed", run_id),
-            resolve_side(store, "churned", run_id),
-            CompareOptions(noise_run=None),
-        )
+    result = run_and_compare(tmp_path, text, "vacuumed", "churned")
     (query,) = result.queries
     assert result.interleaved
     fetches = [

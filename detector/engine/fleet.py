@@ -1,7 +1,8 @@
 """The fleet view: per query, which hosts switched plan in a time window, and what it cost.
 
-Each host is a log source (`ingest --source HOST`); its flips are its own timeline's flips, so a
-host's plan change is never mixed with another host's samples.
+Each host is a log source (`ingest --source HOST`); its flips are its own timeline's flips
+(one timeline per query and host, from one read of the logged executions), so a host's plan
+change is never mixed with another host's samples.
 """
 
 from __future__ import annotations
@@ -50,24 +51,28 @@ def fleet_flips(
     until: datetime | None = None,
 ) -> list[FleetQuery]:
     """Queries with a plan flip on at least one host, most hosts flipped first."""
+    chosen = set(hosts or log_sources(store))
     seen: dict[str, tuple[str, set[str]]] = {}
     flips: dict[str, list[HostFlip]] = {}
-    for host in hosts or log_sources(store):
-        for timeline in build_timeline(store, query=query, since=since, until=until, source=host):
-            seen.setdefault(timeline.query_key, (timeline.name, set()))[1].add(host)
-            for before, after in timeline.flips:
-                flips.setdefault(timeline.query_key, []).append(
-                    HostFlip(
-                        host,
-                        after.start,
-                        before.signature,
-                        after.signature,
-                        before.median_ms,
-                        after.median_ms,
-                    )
+    timelines = build_timeline(store, query=query, since=since, until=until, per_source=True)
+    for timeline in timelines:
+        host = timeline.source
+        if host is None or host not in chosen:
+            continue
+        seen.setdefault(timeline.query_key, (timeline.name, set()))[1].add(host)
+        for before, after in timeline.flips:
+            flips.setdefault(timeline.query_key, []).append(
+                HostFlip(
+                    host,
+                    after.start,
+                    before.signature,
+                    after.signature,
+                    before.median_ms,
+                    after.median_ms,
                 )
+            )
     found = [
-        FleetQuery(key, seen[key][0], len(seen[key][1]), tuple(sorted(found, key=lambda f: f.at)))
+        FleetQuery(key, seen[key][0], len(seen[key][1]), tuple(sorted(found, key=lambda f: (f.at, f.host))))
         for key, found in flips.items()
     ]
     return sorted(found, key=lambda q: (-len({f.host for f in q.flips}), q.name))

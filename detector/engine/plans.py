@@ -7,7 +7,6 @@ parsed), optionally the durations each side measured, and get the same compariso
 
 from __future__ import annotations
 
-import json
 import statistics
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -17,6 +16,7 @@ from detector.engine.compare import CompareOptions, apply_rules, plan_only_timin
 from detector.errors import PlanshiftError
 from detector.model import (
     ComparisonResult,
+    Plan,
     PlanVariant,
     QueryComparison,
     Side,
@@ -48,7 +48,7 @@ def side_of(
     durations = tuple(float(d) for d in durations_ms)
     variants = []
     for document, count in zip(documents, counts, strict=True):
-        plan = parse_plan(_parsed(label, document))
+        plan = _parsed(label, document)
         median = statistics.median(durations) if durations and len(documents) == 1 else None
         shared = float(plan.buffers_total().shared_total)
         variants.append(
@@ -117,13 +117,12 @@ def compare_plans(
     )
 
 
-def _parsed(label: str, document: Any) -> Any:
-    if isinstance(document, bytes | str):
-        try:
-            return json.loads(document)
-        except ValueError as exc:
-            raise PlanshiftError(
-                f"{label}: not an EXPLAIN JSON document ({exc})",
-                "use EXPLAIN (FORMAT JSON) output; text plans go through `planshift ingest`",
-            ) from None
-    return document
+def _parsed(label: str, document: Any) -> Plan:
+    """The plan of an EXPLAIN JSON document; text keeps its source (what reports offer)."""
+    try:
+        return parse_plan(document)
+    except PlanshiftError as exc:
+        raise PlanshiftError(
+            f"{label}: not an EXPLAIN JSON document ({exc.message})",
+            "use EXPLAIN (FORMAT JSON) output; text plans go through `planshift ingest`",
+        ) from None

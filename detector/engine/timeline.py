@@ -89,6 +89,8 @@ class QueryTimeline:
     observations: int
     pgss: list[PgssDelta] = field(default_factory=list)
     switches: list[PlanCacheSwitch] = field(default_factory=list)
+    # the log source (host) this timeline is of, when built per source; None: every source
+    source: str | None = None
     causes: list[list[FlipCause]] = field(default_factory=list)  # per flip, in `flips` order
 
     @property
@@ -229,16 +231,19 @@ def build_timeline(
     since: datetime | None = None,
     until: datetime | None = None,
     source: str | None = None,
+    per_source: bool = False,
 ) -> list[QueryTimeline]:
-    """Timelines of the queries seen in logs (those with a flip first, then by volume)."""
+    """Timelines of the queries seen in logs (those with a flip first, then by volume);
+    `per_source`: one timeline per query and log source (host), from one read."""
     queries = store.queries()
     keys = find_query_keys(queries, query) if query is not None else None
     only = next(iter(keys)) if keys is not None and len(keys) == 1 else None
     rows = store.log_observations(since, until, only, source)
-    grouped: dict[str, list[LogObservationRow]] = {}
+    grouped: dict[tuple[str | None, str], list[LogObservationRow]] = {}
     for row in rows:
         if keys is None or row.row.query_key in keys:
-            grouped.setdefault(row.row.query_key, []).append(row)
+            side = row.target_name if per_source else None
+            grouped.setdefault((side, row.row.query_key), []).append(row)
     rows = [row for group in grouped.values() for row in group]
     signatures: dict[str, str] = {}
     generic: dict[str, bool] = {}
@@ -250,7 +255,7 @@ def build_timeline(
     events = store.log_events(None, until)
     new_versions = version_changes(events)
     timelines = []
-    for query_key, query_rows in grouped.items():
+    for (log_source, query_key), query_rows in grouped.items():
         segments, bucketed = segments_of(query_rows, signatures, generic)
         record = queries.get(query_key)
         timeline = QueryTimeline(
@@ -261,6 +266,7 @@ def build_timeline(
             bucketed=bucketed,
             observations=len(query_rows),
             switches=plan_cache_switches(segments, query_rows, generic),
+            source=log_source,
         )
         timeline.causes = [
             flip_causes(
