@@ -9,9 +9,10 @@ registers its rules (the `rule` decorator): a new rule file cannot be forgotten.
 Codes: PS1xx plan flips, PS2xx timing, PS3xx cost/estimate divergence and row estimates,
 PS4xx resources, PS5xx settings, PS6xx approved plans.
 
-The framework: `base` (the registry, selectors, the runner), `common` (severity, number
-formats, evidence), `matching` (facts of one plan), `pairing` (one side's nodes paired with
-the other's), `gucs` (the settings that differ between the sides).
+The framework: `base` (the registry, selectors), `runner` (the rules over many queries, as
+their gates allow), `common` (severity, number formats, evidence), `matching` (facts of one
+plan), `pairing` (one side's nodes paired with the other's), `gucs` (the settings that differ
+between the sides).
 """
 
 from __future__ import annotations
@@ -25,18 +26,17 @@ from rules.base import (
     FAMILIES,
     Rule,
     RuleConfigError,
-    RuleRunner,
     all_rules,
     get_rule,
     rule,
-    run_rules,
     select_rules,
 )
+from rules.runner import RuleRunner, run_rules
 
 #: `ps101_index_to_bitmap_scan` (one rule) or `ps401_ps403_spills` (a family, codes inclusive)
 RULE_MODULE = re.compile(r"^ps(?P<first>\d{3})(?:_ps(?P<last>\d{3}))?_[a-z0-9]+(?:_[a-z0-9]+)*$")
 #: the modules of the package that hold no rule
-FRAMEWORK_MODULES = frozenset({"base", "common", "gucs", "matching", "pairing"})
+FRAMEWORK_MODULES = frozenset({"base", "common", "gucs", "matching", "pairing", "runner"})
 
 
 def rule_modules() -> list[str]:

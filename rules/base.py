@@ -14,16 +14,18 @@ from __future__ import annotations
 import difflib
 import inspect
 import re
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from detector.errors import PlanshiftError
-from detector.model import Finding, QueryComparison, Severity, Verdict
+from detector.model import Finding, QueryComparison, Severity
 
 OptionValue = float | int | str | bool
 CheckFn = Callable[[QueryComparison, Mapping[str, Any]], Iterable[Finding]]
 Gate = Callable[[QueryComparison, Mapping[str, Any]], bool]
+# per comparison of a list, False: silent for it (see `rule`)
+EachGate = Callable[[Sequence[QueryComparison], Mapping[str, Any]], Sequence[bool]]
 
 #: family -> code prefix; a rule's code must start with its family's prefix.
 FAMILIES: Mapping[str, str] = {
@@ -60,6 +62,7 @@ class Rule:
     check: CheckFn
     needs_plan_change: bool = False  # silent when the dominant plan is the same: not even called
     gate: Gate | None = None  # False: silent, see `rule`
+    each: EachGate | None = None  # False at i: silent for comparison i, see `rule`
 
     @property
     def doc(self) -> str:
@@ -149,6 +152,7 @@ def rule(
     *,
     needs_plan_change: bool = False,
     gate: Gate | None = None,
+    each: EachGate | None = None,
     **options: OptionValue,
 ) -> Callable[[CheckFn], CheckFn]:
     """Register the decorated check function as rule `code`; options are the defaults.
@@ -156,8 +160,11 @@ def rule(
     `needs_plan_change=True` declares that the rule never fires when the dominant plan shape
     is the same on both sides, so a comparison of many unchanged queries skips it. A `gate`
     that returns False declares the rule silent for every comparison with the same dominant
-    plan objects, plan change, timing verdict and approval state (None or not): it may read
-    nothing else, and `RuleRunner.many` asks it once per such kind of comparison.
+    plan objects, plan change, timing verdict, approval state (None or not), settings
+    objects and server versions of the sides: it may read nothing else, and
+    `RuleRunner.many` asks it once per such kind of comparison. `each` is asked once for a
+    whole list of comparisons and answers per comparison (False: silent for that one): a
+    test of the query's own numbers, cheaper in bulk than calling the check a million times.
     """
     if not _CODE.match(code):
         raise ValueError(f"rule code {code!r} is not PS + three digits")
@@ -171,7 +178,7 @@ def rule(
             if other.code == code or other.name == name:
                 raise ValueError(f"rule {code} {name} clashes with {other.code} {other.name}")
         _REGISTRY[code] = Rule(
-            code, name, family, severity, dict(options), check, needs_plan_change, gate
+            code, name, family, severity, dict(options), check, needs_plan_change, gate, each
         )
         return check
 
@@ -224,79 +231,3 @@ def _matching(selectors: Iterable[str]) -> set[str]:
             )
         codes |= hits
     return codes
-
-
-def run_rules(
-    comparison: QueryComparison,
-    *,
-    select: Iterable[str] | None = None,
-    ignore: Iterable[str] = (),
-    options: Mapping[str, Mapping[str, Any]] | None = None,
-) -> list[Finding]:
-    """Apply the selected rules to one query; findings sorted with `Finding.sort_key`.
-
-    `options` maps a rule code or name to option overrides, e.g. `{"PS100": {"near_tie": 0.05}}`.
-    """
-    return RuleRunner(select=select, ignore=ignore, options=options)(comparison)
-
-
-class RuleRunner:
-    """The selected rules with their resolved options, prepared once for many queries."""
-
-    def __init__(
-        self,
-        *,
-        select: Iterable[str] | None = None,
-        ignore: Iterable[str] = (),
-        options: Mapping[str, Mapping[str, Any]] | None = None,
-    ) -> None:
-        resolved: dict[str, dict[str, Any]] = {}
-        for key, values in (options or {}).items():
-            configured = get_rule(key)
-            resolved[configured.code] = configured.resolve_options(values)
-        self.rules = [
-            (selected, resolved.get(selected.code) or selected.resolve_options())
-            for selected in select_rules(select, ignore)
-        ]
-        self.same_plan_rules = [(r, o) for r, o in self.rules if not r.needs_plan_change]
-
-    def __call__(self, comparison: QueryComparison) -> list[Finding]:
-        return self._run(
-            comparison, self.rules if comparison.plan_changed else self.same_plan_rules
-        )
-
-    def many(self, comparisons: Iterable[QueryComparison]) -> Iterator[list[Finding]]:
-        """`self(comparison)` for each comparison, in order; rules whose gate is closed for
-        a kind of comparison are not called (see `rule`)."""
-        chosen: dict[tuple[int, int, bool, Verdict, bool], list[tuple[Rule, dict[str, Any]]]] = {}
-        for comparison in comparisons:
-            changed = comparison.plan_changed
-            key = (
-                id(comparison.baseline.plans[0].plan),
-                id(comparison.candidate.plans[0].plan),
-                changed,
-                comparison.timing.verdict,
-                comparison.approved is None,
-            )
-            selected = chosen.get(key)
-            if selected is None:
-                selected = chosen[key] = [
-                    (r, o)
-                    for r, o in (self.rules if changed else self.same_plan_rules)
-                    if r.gate is None or r.gate(comparison, o)
-                ]
-            yield self._run(comparison, selected)
-
-    @staticmethod
-    def _run(
-        comparison: QueryComparison, selected: list[tuple[Rule, dict[str, Any]]]
-    ) -> list[Finding]:
-        findings: list[Finding] = []
-        for rule_, chosen in selected:
-            for found in rule_.check(comparison, chosen):
-                if found.code != rule_.code:
-                    raise RuntimeError(f"rule {rule_.code} emitted a finding coded {found.code}")
-                findings.append(found)
-        if len(findings) > 1:
-            findings.sort(key=Finding.sort_key)
-        return findings

@@ -33,13 +33,22 @@ def _number(value: str | None) -> float | None:
         return None
 
 
-def why_not(side: Side, who: str) -> tuple[str, str]:
-    """(reason, text): why the side's dominant plan (not JIT-compiled) was not."""
+def refused(side: Side, who: str) -> tuple[str, str] | None:
+    """(reason, text) when the side's settings alone keep its plan from JIT, else None."""
     if normalized(_setting(side, "jit") or "on") in ("off", "false", "0"):
         return "jit off", f"jit is off on the {who}"
     threshold = _number(_setting(side, "jit_above_cost"))
     if threshold is not None and threshold < 0:
         return "jit disabled", f"jit_above_cost -1 disables JIT on the {who}"
+    return None
+
+
+def why_not(side: Side, who: str) -> tuple[str, str]:
+    """(reason, text): why the side's dominant plan (not JIT-compiled) was not."""
+    settings = refused(side, who)
+    if settings is not None:
+        return settings
+    threshold = _number(_setting(side, "jit_above_cost"))
     cost = plan_cost(side.dominant)
     if threshold is not None and cost < threshold:
         return "below jit_above_cost", (
@@ -59,7 +68,12 @@ def why_not(side: Side, who: str) -> tuple[str, str]:
     "jit-lost",
     "plan-flip",
     Severity.WARNING,
-    gate=lambda c, _: not c.candidate.dominant.plan.jit_used,
+    # silent when the candidate JIT-compiled, or neither side did and the candidate's
+    # settings turned JIT off (then its reason is not CANNOT); settings are part of the kind
+    gate=lambda c, _: (
+        not c.candidate.dominant.plan.jit_used
+        and (c.baseline.dominant.plan.jit_used or refused(c.candidate, "candidate") is None)
+    ),
 )
 def jit_lost(comparison: QueryComparison, options: Mapping[str, Any]) -> Iterator[Finding]:
     """The candidate does not JIT-compile where the baseline did, or cannot JIT.

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from detector.model import Finding, PlanVariant, QueryComparison, Severity
@@ -36,6 +36,23 @@ def _amplified(before: float | None, after: float | None, ratio: float, min_bloc
     )
 
 
+def _may_amplify(comparisons: Sequence[QueryComparison], options: Mapping[str, Any]) -> list[bool]:
+    """The check's first test, for every comparison at once (temp blocks once per plan pair)."""
+    ratio, min_blocks = float(options["ratio"]), float(options["min_blocks"])
+    temp: dict[tuple[int, int], bool] = {}
+    out = []
+    for comparison in comparisons:
+        base, cand = comparison.baseline.plans[0], comparison.candidate.plans[0]
+        if _amplified(shared_blocks(base), shared_blocks(cand), ratio, min_blocks):
+            out.append(True)
+            continue
+        key = (id(base.plan), id(cand.plan))  # the plans live as long as `comparisons`
+        if key not in temp:
+            temp[key] = _amplified(temp_blocks(base), temp_blocks(cand), ratio, min_blocks)
+        out.append(temp[key])
+    return out
+
+
 @rule(
     "PS404",
     "buffer-amplification",
@@ -43,6 +60,7 @@ def _amplified(before: float | None, after: float | None, ratio: float, min_bloc
     Severity.WARNING,
     ratio=2.0,
     min_blocks=100,
+    each=_may_amplify,
 )
 def buffer_amplification(
     comparison: QueryComparison, options: Mapping[str, Any]

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import statistics
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from detector.model import Finding, QueryComparison, Severity
+from detector.model.samples import extremes
 from detector.model.units import fmt_duration, fmt_ratio
 from rules.base import rule
 from rules.common import emit, timing_evidence
@@ -18,6 +19,18 @@ def _quartiles(values: list[float]) -> tuple[float, float, float]:
     return q1, q2, q3
 
 
+def _may_regress(comparisons: Sequence[QueryComparison], options: Mapping[str, Any]) -> list[bool]:
+    """The check's first two tests, for every comparison at once: enough planning times, and
+    the candidate's slowest at least `min_delta_ms` above the baseline's fastest (NaN: open)."""
+    need, delta = max(int(options["min_samples"]), 2), float(options["min_delta_ms"])
+    base_n, base_low, _ = extremes([c.baseline.planning_ms for c in comparisons])
+    cand_n, _, cand_high = extremes([c.candidate.planning_ms for c in comparisons])
+    return [
+        min(nb, nc) >= need and not high - low < delta
+        for nb, nc, low, high in zip(base_n, cand_n, base_low, cand_high, strict=True)
+    ]
+
+
 @rule(
     "PS405",
     "planning-time-regression",
@@ -26,6 +39,7 @@ def _quartiles(values: list[float]) -> tuple[float, float, float]:
     min_ratio=1.5,
     min_delta_ms=0.5,
     min_samples=5,
+    each=_may_regress,
 )
 def planning_time_regression(
     comparison: QueryComparison, options: Mapping[str, Any]

@@ -118,3 +118,17 @@ def test_bulk_alignment_of_shared_windows_matches_pair_by_pair() -> None:
     for n, (members, base, cand) in fast.items():
         assert members.tolist() == slow[n][0].tolist()
         assert base.tolist() == slow[n][1].tolist() and cand.tolist() == slow[n][2].tolist()
+
+
+def test_extremes_of_shared_windows_equal_those_of_tuples() -> None:
+    from detector.model.samples import extremes
+
+    values = np.array([3.0, 1.0, 2.0, 5.0, 4.0, 0.5])
+    windows = [Samples(values, 0, 3), Samples(values, 3, 3), Samples(values, 3, 6)]
+    bulk = extremes(windows)
+    assert bulk == ([3, 0, 3], [1.0, bulk[1][1], 0.5], [3.0, bulk[2][1], 5.0])
+    assert np.isnan(bulk[1][1]) and np.isnan(bulk[2][1])
+    one_by_one = extremes([tuple(w) for w in windows])
+    assert one_by_one[0] == bulk[0]
+    assert np.allclose(one_by_one[1], bulk[1], equal_nan=True)
+    assert np.allclose(one_by_one[2], bulk[2], equal_nan=True)

@@ -36,3 +36,14 @@ def test_many_finds_what_one_by_one_finds() -> None:
     runner = RuleRunner()
     assert list(runner.many(every)) == [runner(c) for c in every]
     assert list(runner.many(every[::-1])) == [runner(c) for c in every[::-1]]
+
+
+def test_a_closed_each_gate_means_no_finding() -> None:
+    every = comparisons()
+    for rule in all_rules():
+        if rule.each is None:
+            continue
+        options = rule.resolve_options()
+        for comparison, open_ in zip(every, rule.each(every, options), strict=True):
+            if not open_:
+                assert list(rule.check(comparison, options)) == [], (rule.code, comparison.label)

@@ -2,16 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any, NamedTuple, TypeVar, overload
-
-import numpy as np
-import numpy.typing as npt
+from typing import Any, NamedTuple
 
 from detector.model.log_rows import LogEventRow
 from detector.model.plan import Plan
+from detector.model.samples import Samples as Samples  # re-exported: its old home
 
 
 class Verdict(StrEnum):
@@ -39,54 +37,6 @@ class Severity(StrEnum):
 
             choices = ", ".join(s.value for s in cls)
             raise PlanshiftError(f"unknown severity {text!r}", f"use one of: {choices}") from None
-
-
-N = TypeVar("N", int, float)
-
-
-class Samples(Sequence[N]):
-    """One side's numbers per sample, read and compared like a tuple: a window on an array
-    that the sides of a comparison share (a million sides would otherwise hold 40 million
-    float objects)."""
-
-    __slots__ = ("_start", "_stop", "_values")
-
-    def __init__(self, values: npt.NDArray[Any], start: int, stop: int) -> None:
-        self._values, self._start, self._stop = values, start, stop
-
-    def window(self) -> tuple[npt.NDArray[Any], int, int]:
-        """The shared array, and where these numbers start and stop in it."""
-        return self._values, self._start, self._stop
-
-    def __array__(self, dtype: Any = None, copy: bool | None = None) -> npt.NDArray[Any]:
-        return np.array(self._values[self._start : self._stop], dtype=dtype)
-
-    def __len__(self) -> int:
-        return self._stop - self._start
-
-    def __bool__(self) -> bool:
-        return self._stop > self._start
-
-    def __iter__(self) -> Iterator[N]:
-        return iter(self._values[self._start : self._stop].tolist())
-
-    @overload
-    def __getitem__(self, index: int) -> N: ...
-    @overload
-    def __getitem__(self, index: slice) -> tuple[N, ...]: ...
-    def __getitem__(self, index: int | slice) -> N | tuple[N, ...]:
-        return tuple(self)[index]
-
-    def __eq__(self, other: object) -> bool:
-        if isinstance(other, Samples | tuple):
-            return tuple(self) == tuple(other)
-        return NotImplemented
-
-    def __hash__(self) -> int:
-        return hash(tuple(self))
-
-    def __repr__(self) -> str:
-        return repr(tuple(self))
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,0 +1,93 @@
+"""One side's numbers per sample as windows on arrays that the sides of a comparison share,
+and what rules read of many of them at once (`extremes`) without a Python float per sample."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator, Sequence
+from typing import Any, TypeVar, overload
+
+import numpy as np
+import numpy.typing as npt
+
+N = TypeVar("N", int, float)
+
+
+class Samples(Sequence[N]):
+    """One side's numbers per sample, read and compared like a tuple: a window on an array
+    that the sides of a comparison share (a million sides would otherwise hold 40 million
+    float objects)."""
+
+    __slots__ = ("_start", "_stop", "_values")
+
+    def __init__(self, values: npt.NDArray[Any], start: int, stop: int) -> None:
+        self._values, self._start, self._stop = values, start, stop
+
+    def window(self) -> tuple[npt.NDArray[Any], int, int]:
+        """The shared array, and where these numbers start and stop in it."""
+        return self._values, self._start, self._stop
+
+    def __array__(self, dtype: Any = None, copy: bool | None = None) -> npt.NDArray[Any]:
+        return np.array(self._values[self._start : self._stop], dtype=dtype)
+
+    def __len__(self) -> int:
+        return self._stop - self._start
+
+    def __bool__(self) -> bool:
+        return self._stop > self._start
+
+    def __iter__(self) -> Iterator[N]:
+        return iter(self._values[self._start : self._stop].tolist())
+
+    @overload
+    def __getitem__(self, index: int) -> N: ...
+    @overload
+    def __getitem__(self, index: slice) -> tuple[N, ...]: ...
+    def __getitem__(self, index: int | slice) -> N | tuple[N, ...]:
+        return tuple(self)[index]
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Samples | tuple):
+            return tuple(self) == tuple(other)
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(tuple(self))
+
+    def __repr__(self) -> str:
+        return repr(tuple(self))
+
+
+def shared_windows(
+    sequences: Sequence[Sequence[Any]],
+) -> tuple[npt.NDArray[Any], npt.NDArray[np.int64], npt.NDArray[np.int64]] | None:
+    """(the array, starts, stops) when every sequence is a `Samples` window of one array (as
+    a comparison builds its sides), else None."""
+    if not sequences or not all(isinstance(s, Samples) for s in sequences):
+        return None
+    values = sequences[0]._values  # type: ignore[attr-defined]
+    if any(s._values is not values for s in sequences):  # type: ignore[attr-defined]
+        return None
+    count = len(sequences)
+    starts = np.fromiter((s._start for s in sequences), np.int64, count)  # type: ignore[attr-defined]
+    stops = np.fromiter((s._stop for s in sequences), np.int64, count)  # type: ignore[attr-defined]
+    return values, starts, stops
+
+
+def extremes(sequences: Sequence[Sequence[float]]) -> tuple[list[int], list[float], list[float]]:
+    """The length, min and max of each sequence (NaN for an empty one's min and max)."""
+    shared = shared_windows(sequences)
+    if shared is None:
+        sizes = [len(s) for s in sequences]
+        lows = [min(s) if s else math.nan for s in sequences]
+        highs = [max(s) if s else math.nan for s in sequences]
+        return sizes, lows, highs
+    values, starts, stops = shared
+    padded = np.append(np.asarray(values, np.float64), np.nan)  # a stop may be its length
+    bounds = np.stack((starts, stops), axis=1).ravel()
+    empty = stops <= starts
+    found = []
+    for reduce in (np.minimum.reduceat, np.maximum.reduceat):
+        value = reduce(padded, bounds)[::2] if len(bounds) else np.empty(0)
+        found.append(np.where(empty, np.nan, value).tolist())
+    return (stops - starts).tolist(), found[0], found[1]
