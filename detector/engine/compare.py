@@ -9,10 +9,11 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from detector.engine import stats, stats_paired
+from detector.engine.alignment import aligned as aligned  # re-exported: bench/ imports it here
+from detector.engine.alignment import aligned_rows
 from detector.engine.approvals import approval_key
 from detector.engine.config import Suppression
-from detector.engine.pairing import SidePair, aligned_rows, pair_sides
-from detector.engine.pairing import aligned as aligned  # re-exported: bench/ imports it from here
+from detector.engine.pairing import SidePair, pair_sides
 from detector.engine.windows import WindowSide, is_window, window_events, window_pairs, window_side
 from detector.errors import PlanshiftError
 from detector.model import (

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from itertools import chain, repeat
+from itertools import repeat
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -261,91 +261,3 @@ def pair_sides(
         pairs.append(SidePair(key, name, sql, g.points[first], sides[base], sides[cand]))
     sort_pairs(pairs)
     return pairs
-
-
-def aligned(pair: SidePair) -> tuple[list[float], list[float]]:
-    """The durations of the samples both sides have, in sample order."""
-    candidate = dict(zip(pair.candidate.sample_indices, pair.candidate.durations_ms, strict=True))
-    both = sorted(
-        (index, duration, candidate[index])
-        for index, duration in zip(
-            pair.baseline.sample_indices, pair.baseline.durations_ms, strict=True
-        )
-        if index in candidate
-    )
-    return [b for _, b, _ in both], [c for _, _, c in both]
-
-
-def aligned_rows(pairs: Sequence[SidePair]) -> dict[int, tuple[Ints, Floats, Floats]]:
-    """`aligned` for many pairs at once, by number of common samples n: (the pairs' positions,
-    ascending; their baseline and candidate durations as (pairs, n) arrays). Pairs without a
-    common sample are left out."""
-    sides = [_flat([getattr(p, who) for p in pairs]) for who in ("baseline", "candidate")]
-    width = max(int(index.max(initial=0)) for index, _, _ in sides) + 1
-    irregular = np.zeros(len(pairs), np.bool_)  # a sample index twice or < 0: `aligned`
-    keys = []
-    for index, _, owner in sides:
-        key = owner * width + index
-        order = np.argsort(key, kind="stable")
-        keys.append((key[order], order))
-        irregular[owner[order][1:][np.diff(key[order]) == 0]] = True
-        irregular[owner[index < 0]] = True
-    kept = []
-    for (key, order), (_, duration, owner) in zip(keys, sides, strict=True):
-        keep = ~irregular[owner[order]]
-        kept.append((key[keep], duration[order[keep]]))
-    common, at_b, at_c = np.intersect1d(kept[0][0], kept[1][0], True, return_indices=True)
-    base, cand = kept[0][1][at_b], kept[1][1][at_c]
-    sizes = np.bincount(common // width, minlength=len(pairs))
-    starts = offsets(sizes)
-    slow = {i: aligned(pairs[i]) for i in np.flatnonzero(irregular).tolist()}
-    for i, (b, _) in slow.items():
-        sizes[i] = len(b)
-    found = {}
-    for n in np.unique(sizes[sizes > 0]).tolist():
-        members = np.flatnonzero(sizes == n)
-        fast = ~irregular[members]
-        cells = starts[members[fast], None] + np.arange(n)
-        rows = np.empty((len(members), n)), np.empty((len(members), n))
-        rows[0][fast], rows[1][fast] = base[cells], cand[cells]
-        for row in np.flatnonzero(~fast).tolist():
-            rows[0][row], rows[1][row] = slow[int(members[row])]
-        found[n] = (members, *rows)
-    return found
-
-
-def _flat(sides: list[Side]) -> tuple[Ints, Floats, Ints]:
-    """Sample indices and durations of these sides end to end, and the side of each sample."""
-    sizes = np.fromiter(map(len, (s.sample_indices for s in sides)), np.int64, len(sides))
-    if any(len(s.durations_ms) != len(s.sample_indices) for s in sides):
-        raise ValueError("a side has not one sample index per duration")
-    total = int(sizes.sum())
-    owner = np.repeat(np.arange(len(sides)), sizes)
-    shared = _shared(sides)
-    if shared is not None:
-        indices, durations, starts = shared
-        rows = np.arange(total) + np.repeat(starts - offsets(sizes)[:-1], sizes)
-        return indices[rows], durations[rows], owner
-    index = np.fromiter(chain.from_iterable(s.sample_indices for s in sides), np.int64, total)
-    duration = np.fromiter(chain.from_iterable(s.durations_ms for s in sides), np.float64, total)
-    return index, duration, owner
-
-
-def _shared(sides: list[Side]) -> tuple[Ints, Floats, Ints] | None:
-    """(indices, durations, where each side starts in them) when every side's samples are
-    windows at the same place of two shared arrays, as `pair_sides` builds them."""
-    windows = []
-    for side in sides:
-        index, duration = side.sample_indices, side.durations_ms
-        if not (isinstance(index, Samples) and isinstance(duration, Samples)):
-            return None
-        windows.append((index.window(), duration.window()))
-    if not windows:
-        return None
-    (indices, _, _), (durations, _, _) = windows[0]
-    if any(
-        i is not indices or d is not durations or start != begin
-        for (i, start, _), (d, begin, _) in windows
-    ):
-        return None
-    return indices, durations, np.fromiter((w[0][1] for w in windows), np.int64, len(windows))
