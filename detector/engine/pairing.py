@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from itertools import repeat
+from operator import attrgetter
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -47,7 +48,10 @@ def point_order(point: str | None) -> tuple[int, float, str]:
 
 def sort_pairs(pairs: list[SidePair]) -> None:
     """By query name, then sweep point in numeric order."""
-    pairs.sort(key=lambda p: (p.query_name, point_order(p.point)))
+    if any(p.point is not None for p in pairs):
+        pairs.sort(key=lambda p: (p.query_name, point_order(p.point)))
+    else:  # the same order: every point's key is the same
+        pairs.sort(key=attrgetter("query_name"))
 
 
 class Plans:
@@ -75,6 +79,24 @@ class Plans:
         if example not in self.parsed:
             self.parsed[example] = parse_plan(example)
         return signature, self.parsed[example]
+
+    def many(
+        self,
+        target_ids: list[int],
+        query_keys: list[str],
+        points: list[str | None],
+        fingerprints: list[str],
+    ) -> tuple[list[str], list[Plan]]:
+        """(signatures, plans) of many groups: `get` for each, once per shape without examples."""
+        if self.examples:
+            found = list(map(self.get, target_ids, query_keys, points, fingerprints))
+            return [signature for signature, _ in found], [plan for _, plan in found]
+        shapes = {f: self.get(0, "", None, f) for f in dict.fromkeys(fingerprints)}
+        signatures = {f: signature for f, (signature, _) in shapes.items()}
+        plans = {f: plan for f, (_, plan) in shapes.items()}
+        return list(map(signatures.__getitem__, fingerprints)), list(
+            map(plans.__getitem__, fingerprints)
+        )
 
 
 def side_settings_of(target: TargetRecord) -> dict[str, str]:
@@ -119,10 +141,10 @@ def make_side(
 
 
 class _Sides:
-    """Every side (query, point, target) of `GroupedSamples`, built in bulk, in key order.
+    """Every side (query, point, target) of `GroupedSamples`, built in bulk, in group order.
 
-    A side is a run of consecutive groups, as they are in key order; its samples are the rows
-    of those groups, in group order."""
+    A side is a run of consecutive groups, as `GroupedSamples` keeps them; its samples are
+    the rows of those groups, in group order."""
 
     def __init__(self, grouped: GroupedSamples) -> None:
         g = self.grouped = grouped
@@ -134,10 +156,10 @@ class _Sides:
         self.group_ends = [*self.first_groups[1:], len(numbers)]
         self.side_queries, self.side_targets = numbers[first], targets[first]
 
-    def pairs(self, baseline_id: int, candidate_id: int) -> list[tuple[int, int, int]]:
-        """(first group, baseline side, candidate side) of each query (and point) that has
-        both sides, in key order."""
-        count = int(self.side_queries[-1]) + 1 if len(self.side_queries) else 0
+    def pairs(self, baseline_id: int, candidate_id: int) -> tuple[list[int], list[int], list[int]]:
+        """The first group, baseline side and candidate side of each query (and point) that
+        has both sides, in key order."""
+        count = int(self.side_queries.max()) + 1 if len(self.side_queries) else 0
         found = []
         for target_id in (baseline_id, candidate_id):
             side_of = np.full(count, -1)
@@ -147,24 +169,28 @@ class _Sides:
         base, cand = found
         both = (base >= 0) & (cand >= 0)
         first = np.asarray(self.first_groups, np.int64)[base[both]]
-        return list(zip(first.tolist(), base[both].tolist(), cand[both].tolist(), strict=True))
+        return first.tolist(), base[both].tolist(), cand[both].tolist()
 
     def build(self, targets: Mapping[int, TargetRecord], plans: Plans) -> list[Side]:
         g = self.grouped
         rows = offsets(g.sizes)
         known_durations, known_planning = offsets(g.duration_known), offsets(g.planning_known)
         durations = _known(g.durations_ms, g.duration_known)
-        variants = self._variants(plans, rows, known_durations, durations)
         side_rows = rows[[*self.first_groups, len(g.sizes)]]
         side_lo, side_hi = known_durations[side_rows[:-1]], known_durations[side_rows[1:]]
-        summaries = segment_quantiles(durations, side_lo, side_hi, SUMMARY_QUANTILES).tolist()
-        timings = [
-            new_stats(n, *summary) if n else None
-            for n, summary in zip((side_hi - side_lo).tolist(), summaries, strict=True)
-        ]
+        quantiles = segment_quantiles(durations, side_lo, side_hi, SUMMARY_QUANTILES)
+        # one group per side (one plan shape): a group's median is its side's
+        medians = quantiles[:, 0] if len(self.first_groups) == len(g.sizes) else None
+        variants = self._variants(plans, rows, known_durations, durations, medians)
+        summaries = quantiles.T.tolist()
+        counts = side_hi - side_lo
+        timings: list[TimingStats | None] = list(map(new_stats, counts.tolist(), *summaries))
+        for empty in np.flatnonzero(counts == 0).tolist():
+            timings[empty] = None
         side_ids = self.side_targets.tolist()  # target ids, or the windows' made-up ids
         sides = [targets[side_id] for side_id in side_ids]
         settings = {side_id: side_settings_of(target) for side_id, target in targets.items()}
+        tables = {side_id: target.info.get("tables") or {} for side_id, target in targets.items()}
         samples = known_durations[side_rows]
         return list(
             map(
@@ -182,28 +208,35 @@ class _Sides:
                 _windows(_known(g.planning_ms, g.planning_known), known_planning[side_rows]),
                 _windows(_known(g.sample_indices, g.duration_known), samples),
                 _windows(_known(g.total_cost, g.duration_known), samples),
-                [side.info.get("tables") or {} for side in sides],
+                [tables[side_id] for side_id in side_ids],
             )
         )
 
     def _variants(
-        self, plans: Plans, rows: Ints, known_durations: Ints, durations: Floats
+        self,
+        plans: Plans,
+        rows: Ints,
+        known_durations: Ints,
+        durations: Floats,
+        medians: Floats | None,
     ) -> list[PlanVariant]:
         g = self.grouped
         lo, hi = known_durations[rows[:-1]], known_durations[rows[1:]]
-        median_ms: list[float | None] = segment_quantiles(durations, lo, hi, (0.5,))[:, 0].tolist()
+        if medians is None:
+            medians = segment_quantiles(durations, lo, hi, (0.5,))[:, 0]
+        median_ms: list[float | None] = medians.tolist()
         if (hi == lo).any():  # groups without durations (plan-only): NaN -> None
             empty = (hi == lo).tolist()
             median_ms = [None if none else m for m, none in zip(median_ms, empty, strict=True)]
         median_cost = segment_quantiles(g.total_cost, rows[:-1], rows[1:], (0.5,))[:, 0]
         median_blocks = segment_quantiles(g.shared_blocks, rows[:-1], rows[1:], (0.5,))[:, 0]
-        found = list(map(plans.get, g.target_ids, g.query_keys, g.points, g.fingerprints))
+        signatures, plan_objects = plans.many(g.target_ids, g.query_keys, g.points, g.fingerprints)
         return list(
             map(
                 new_variant,
                 g.fingerprints,
-                [signature for signature, _ in found],
-                [plan for _, plan in found],
+                signatures,
+                plan_objects,
                 g.sizes.tolist(),
                 median_ms,
                 median_cost.tolist(),
@@ -252,12 +285,21 @@ def pair_sides(
     plans = Plans(store, [] if windows else ids)
     sides = index.build({ids[0]: baseline, ids[1]: candidate}, plans)
     g = index.grouped
-    pairs = []
-    for first, base, cand in index.pairs(ids[0], ids[1]):
-        key = g.query_keys[first]
-        name, sql = texts.get(key) or (key, "")
-        if query and query != name:
-            continue
-        pairs.append(SidePair(key, name, sql, g.points[first], sides[base], sides[cand]))
+    firsts, bases, cands = index.pairs(ids[0], ids[1])
+    keys = list(map(g.query_keys.__getitem__, firsts))
+    named = [texts.get(key) or (key, "") for key in keys]
+    pairs = list(
+        map(
+            SidePair,
+            keys,
+            [name for name, _ in named],
+            [sql for _, sql in named],
+            map(g.points.__getitem__, firsts),
+            map(sides.__getitem__, bases),
+            map(sides.__getitem__, cands),
+        )
+    )
+    if query:
+        pairs = [pair for pair in pairs if pair.query_name == query]
     sort_pairs(pairs)
     return pairs

@@ -18,6 +18,7 @@ import numpy as np
 import numpy.typing as npt
 
 from detector.engine.stats import lerp
+from detector.model.samples import rows_at
 
 Floats = npt.NDArray[np.float64]
 Ints = npt.NDArray[np.int64]
@@ -39,7 +40,7 @@ def segment_quantiles(
         if length == 0:
             continue
         members = np.flatnonzero(lengths == length)
-        rows = np.sort(values[starts[members, None] + np.arange(length)], axis=1)
+        rows = np.sort(rows_at(values, starts[members], length), axis=1)
         for column, q in enumerate(quantiles):
             position = (length - 1) * q
             lo, hi = math.floor(position), math.ceil(position)

@@ -58,6 +58,17 @@ class Samples(Sequence[N]):
         return repr(tuple(self))
 
 
+def rows_at(values: npt.NDArray[Any], starts: npt.NDArray[np.int64], length: int) -> npt.NDArray[Any]:
+    """values[start:start + length] for each start, as the rows of a new (starts, length) array:
+    copied row by row from a strided view, without an index per cell."""
+    rows: npt.NDArray[Any]
+    if len(starts) == 0 or length == 0 or len(values) < length:
+        rows = np.asarray(values)[starts[:, None] + np.arange(length)]
+    else:
+        rows = np.lib.stride_tricks.sliding_window_view(values, length)[starts]
+    return rows
+
+
 def shared_windows(
     sequences: Sequence[Sequence[Any]],
 ) -> tuple[npt.NDArray[Any], npt.NDArray[np.int64], npt.NDArray[np.int64]] | None:
@@ -83,11 +94,10 @@ def extremes(sequences: Sequence[Sequence[float]]) -> tuple[list[int], list[floa
         highs = [max(s) if s else math.nan for s in sequences]
         return sizes, lows, highs
     values, starts, stops = shared
-    padded = np.append(np.asarray(values, np.float64), np.nan)  # a stop may be its length
-    bounds = np.stack((starts, stops), axis=1).ravel()
-    empty = stops <= starts
-    found = []
-    for reduce in (np.minimum.reduceat, np.maximum.reduceat):
-        value = reduce(padded, bounds)[::2] if len(bounds) else np.empty(0)
-        found.append(np.where(empty, np.nan, value).tolist())
-    return (stops - starts).tolist(), found[0], found[1]
+    array, counts = np.asarray(values, np.float64), stops - starts
+    low, high = np.full(len(counts), np.nan), np.full(len(counts), np.nan)
+    for n in np.unique(counts[counts > 0]).tolist():
+        members = np.flatnonzero(counts == n)
+        rows = rows_at(array, starts[members], n)
+        low[members], high[members] = rows.min(axis=1), rows.max(axis=1)
+    return counts.tolist(), low.tolist(), high.tolist()

@@ -122,10 +122,15 @@ def _group_order(
         return None
     start = np.empty(len(sizes), np.int64)
     start[by_hash] = _starts(sizes[by_hash])
-    order = np.repeat(start - _starts(sizes), sizes) + np.arange(len(row_hashes))
-    if not np.array_equal(row_hashes[order], np.repeat(group_hashes, sizes)):
+    # rows sorted by hash: a group's block holds its hash alone when its first and last do
+    if (
+        (row_hashes[1:] < row_hashes[:-1]).any()
+        or not (sizes > 0).all()
+        or not np.array_equal(row_hashes[start], group_hashes)
+        or not np.array_equal(row_hashes[start + sizes - 1], group_hashes)
+    ):
         return None
-    return order
+    return np.repeat(start - _starts(sizes), sizes) + np.arange(len(row_hashes))
 
 
 def _take(columns: dict[str, Any], order: Ints) -> list[Any]:
