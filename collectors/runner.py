@@ -16,9 +16,10 @@ from __future__ import annotations
 import json
 import random
 import socket
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
+from itertools import groupby
 from typing import Any
 
 import psycopg
@@ -29,7 +30,7 @@ from collectors.generic_plans import generic_plan
 from collectors.server_info import describe_server
 from collectors.server_setup import prepare_server
 from collectors.servers.targets import Server
-from collectors.session import connect, one_statement, reset_session
+from collectors.session import ExecutionFailed, connect, executions, one_statement, reset_session
 from detector.errors import PlanshiftError
 from detector.model import Observation, Plan, fingerprint, parse_plan
 from detector.model.identity import workload_query_key
@@ -103,22 +104,66 @@ def query_key(query: Query) -> str:
     return workload_query_key(query.name)
 
 
-def _execute(
-    side: Side, query: Query, params: dict[str, Any], timeout: str, timing: str
-) -> tuple[str, float | None, float]:
-    """(EXPLAIN JSON, duration ms, client ms) of one execution in the workload's timing mode:
-    the server's Execution Time under EXPLAIN ANALYZE, or in "plain" mode the round trip of
-    the bare statement (its plan from an EXPLAIN ANALYZE, TIMING OFF run just before)."""
-    gucs = {"statement_timeout": timeout, **side.gucs}
+Step = tuple[bool, Side]  # (recorded, side) of one execution of a sample
+
+
+def _run_steps(
+    steps: Sequence[Step],
+    query: Query,
+    params: dict[str, Any],
+    timeout: str,
+    timing: str,
+    cold: bool,
+) -> Iterator[tuple[bool, Side, tuple[str, float | None, float]]]:
+    """Each step's (EXPLAIN JSON, duration ms, client ms), in order, in the workload's timing
+    mode: the server's Execution Time under EXPLAIN ANALYZE, or in "plain" mode the round trip
+    of the bare statement (its plan from an EXPLAIN ANALYZE, TIMING OFF run just before).
+
+    Consecutive steps on one session are sent as one batch (`session.executions`: the next is
+    sent while the server runs the current one) except in plain mode, whose timing is the
+    round trip, and for cold caches, evicted before each measured execution."""
     # a query without placeholders is sent as written: `LIKE 'PROMO%'` keeps its `%`
     bound = params if query.placeholders else None
     explain = EXPLAIN.get(timing, EXPLAIN["off"])
-    value, client_ms = one_statement(side.connection, explain + query.sql, bound, gucs)
-    plan_json = str(value)
-    if timing != "plain":
-        return plan_json, None, client_ms
-    _, plain_ms = one_statement(side.connection, query.sql, bound, gucs, first_value=False)
-    return plan_json, plain_ms, plain_ms
+    if timing == "plain" or cold:
+        groups = [[step] for step in steps]
+    else:
+        groups = [list(group) for _, group in groupby(steps, key=lambda s: id(s[1].connection))]
+    for group in groups:
+        connection = group[0][1].connection
+        for recorded, side in group:
+            if recorded and cold and side.eviction is not None:
+                side.eviction.evict(connection, _relations(side, query, params, timeout))
+        try:
+            results = executions(
+                connection,
+                [(explain + query.sql, bound, _gucs(side, timeout)) for _, side in group],
+            )
+            plain = [
+                executions(connection, [(query.sql, bound, _gucs(side, timeout))], False)[0][1]
+                if timing == "plain"
+                else None
+                for _, side in group
+            ]
+        except (ExecutionFailed, psycopg.Error) as exc:
+            failed = exc.error if isinstance(exc, ExecutionFailed) else exc
+            side = group[exc.position if isinstance(exc, ExecutionFailed) else 0][1]
+            raise PlanshiftError(
+                f"query {query.name} failed on {side.name}: {str(failed).strip()}",
+                f"parameters: {json.dumps(params, default=str)}",
+            ) from failed
+        for (recorded, side), (plan_json, client_ms), plain_ms in zip(
+            group, results, plain, strict=True
+        ):
+            yield (
+                recorded,
+                side,
+                (str(plan_json), plain_ms, client_ms if plain_ms is None else plain_ms),
+            )
+
+
+def _gucs(side: Side, timeout: str) -> dict[str, str]:
+    return {"statement_timeout": timeout, **side.gucs}
 
 
 def rotated(sides: Sequence[Side], index: int) -> list[Side]:
@@ -256,29 +301,18 @@ def _measure(
         # buffers and the next ones hit them; without it each side's timings mix both cases
         # (a cold trial is the opposite: it evicts them before each measured execution)
         passes = (False, True) if measured and workload.prime and not cold else (measured,)
-        for recorded in passes:
-            for side in rotated(sides, index):
-                if recorded and cold and side.eviction is not None:
-                    side.eviction.evict(
-                        side.connection, _relations(side, query, params, options.statement_timeout)
-                    )
-                try:
-                    plan_json, plain_ms, client_ms = _execute(
-                        side, query, params, options.statement_timeout, workload.timing
-                    )
-                except psycopg.Error as exc:
-                    raise PlanshiftError(
-                        f"query {query.name} failed on {side.name}: {str(exc).strip()}",
-                        f"parameters: {json.dumps(params, default=str)}",
-                    ) from exc
-                if progress is not None:
-                    progress(f"{query.name} {point or ''}".strip(), 1)
-                if recorded:
-                    observation = _observation(
-                        side, key, params, plan_json, client_ms, index - warmup, point, plain_ms
-                    )
-                    side.check_settings(observation.plan, f"{query.name} {point or ''}".strip())
-                    observations.append(observation)
+        steps = [(recorded, side) for recorded in passes for side in rotated(sides, index)]
+        for recorded, side, (plan_json, plain_ms, client_ms) in _run_steps(
+            steps, query, params, options.statement_timeout, workload.timing, cold
+        ):
+            if progress is not None:
+                progress(f"{query.name} {point or ''}".strip(), 1)
+            if recorded:
+                observation = _observation(
+                    side, key, params, plan_json, client_ms, index - warmup, point, plain_ms
+                )
+                side.check_settings(observation.plan, f"{query.name} {point or ''}".strip())
+                observations.append(observation)
     return observations
 
 

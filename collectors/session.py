@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import select
 import time
-from collections.abc import Mapping
+import weakref
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import psycopg
@@ -50,6 +51,18 @@ def connect(server: Server) -> psycopg.Connection[Any]:
     return conn
 
 
+Execution = tuple[str, Mapping[str, Any] | None, Mapping[str, str] | None]  # sql, params, gucs
+
+
+class ExecutionFailed(Exception):
+    """The `position`-th execution of a batch failed with `error` (the server's)."""
+
+    def __init__(self, position: int, error: psycopg.Error) -> None:
+        super().__init__(str(error))
+        self.position = position
+        self.error = error
+
+
 def one_statement(
     conn: psycopg.Connection[Any],
     sql: str,
@@ -62,75 +75,164 @@ def one_statement(
 
     `params` None sends the SQL as written (a literal `%` stays a `%`); with a mapping, psycopg
     merges `%(name)s` values client-side, as literals, so the planner sees what a client's query
-    text would show it.
+    text would show it."""
+    try:
+        return executions(conn, [(sql, params, gucs)], first_value)[0]
+    except ExecutionFailed as failed:
+        raise failed.error from None
 
-    The five statements go straight to libpq's pipeline (one write, one Sync, one wait for the
-    results): psycopg's cursors flush and poll once per statement, which on a loaded machine
-    costs a third or more of the executions per second (bench/bench_overhead.py measures both).
-    """
-    text = sql if params is None else ClientCursor(conn).mogrify(sql, params)
-    settings = [value.encode() for pair in (gucs or {}).items() for value in pair]
-    setters = ", ".join(f"set_config(${i}, ${i + 1}, true)" for i in range(1, len(settings), 2))
+
+def executions(
+    conn: psycopg.Connection[Any], batch: Sequence[Execution], first_value: bool = True
+) -> list[tuple[Any, float]]:
+    """Each execution of `batch` in its own rolled-back transaction, in order, on one session:
+    what `one_statement` returns for each. Execution k+1 is sent before the results of k are
+    read, so the client's work overlaps the server's; the server still runs them one at a time.
+    The client ms of an execution is the wait from its send to its result (which, but for the
+    first, includes the end of the execution before it). The first failure raises ExecutionFailed once everything sent is rolled back.
+
+    Each execution is five statements with one Sync: BEGIN, the settings, the statement, the
+    release of session-level advisory locks, ROLLBACK. All but the statement are prepared once
+    per session (parsing them each time cost a third of the executions per second; a C client
+    sending them unprepared reaches half of pgbench's rate for the bare EXPLAIN)."""
     encoding = conn.info.encoding
-    statements: list[tuple[bytes, list[bytes] | None]] = [(b"BEGIN", None)]
-    if settings:
-        statements.append((f"SELECT {setters}".encode(), list(settings)))
-    measured = len(statements)
-    statements += [(text.encode(encoding), None), (b"ROLLBACK", None), (_UNLOCK, None)]
+    texts = [
+        (sql if params is None else ClientCursor(conn).mogrify(sql, params), gucs)
+        for sql, params, gucs in batch
+    ]
     with conn.lock:
-        started = time.perf_counter()
-        results = _pipeline(conn, statements)
-        elapsed_ms = (time.perf_counter() - started) * 1000.0
-    failed = next((r for r in results if r.status == pq.ExecStatus.FATAL_ERROR), None)
-    if failed is not None:
-        # the error skipped the rest of the pipeline: the transaction is open and failed
-        if conn.info.transaction_status != pq.TransactionStatus.IDLE:
-            conn.execute("ROLLBACK")
-        conn.execute("SELECT pg_advisory_unlock_all()")
-        raise error_from_result(failed, encoding)
-    statement = results[measured]
-    if not first_value:
-        return statement.ntuples, elapsed_ms
-    if statement.ntuples == 0 or statement.nfields == 0:
-        raise PlanshiftError("the statement returned no row", f"statement: {sql[:200]}")
-    value = statement.get_value(0, 0)
-    return (None if value is None else value.decode(encoding)), elapsed_ms
+        statements = [_statements(conn, text, gucs, encoding) for text, gucs in texts]
+        return _run(conn, statements, first_value, encoding)
 
 
-# session-level advisory locks outlive ROLLBACK; another session would wait on them
-_UNLOCK = b"SELECT pg_advisory_unlock_all()"
+def _statements(
+    conn: psycopg.Connection[Any], text: str, gucs: Mapping[str, str] | None, encoding: str
+) -> list[tuple[bytes, list[bytes] | None, bool]]:
+    """(name or text, parameters, prepared) of each statement of one execution."""
+    settings = [value.encode() for pair in (gucs or {}).items() for value in pair]
+    setter = _prepared(conn, len(settings) // 2)
+    return [
+        (_BEGIN, None, True),
+        (setter, settings, True),
+        (text.encode(encoding), None, False),
+        (_UNLOCK, None, True),
+        (_ROLLBACK, None, True),
+    ]
 
 
-def _pipeline(
-    conn: psycopg.Connection[Any], statements: list[tuple[bytes, list[bytes] | None]]
-) -> list[pq.abc.PGresult]:
-    """Each statement's result, sent in one pipeline (extended protocol: one command per
-    statement) with one Sync. Anything going wrong mid-way (a signal) closes the session,
-    which rolls back its transaction and releases its locks."""
+_BEGIN, _UNLOCK, _ROLLBACK = b"planshift_begin", b"planshift_unlock", b"planshift_rollback"
+_CONTROL = {
+    _BEGIN: b"BEGIN",
+    # session-level advisory locks outlive ROLLBACK; another session would wait on them
+    _UNLOCK: b"SELECT pg_advisory_unlock_all()",
+    _ROLLBACK: b"ROLLBACK",
+}
+MEASURED = 2  # the position of the statement among an execution's five
+# the prepared statements of each session (DISCARD ALL in reset_session drops them)
+_PREPARED: weakref.WeakKeyDictionary[psycopg.Connection[Any], set[bytes]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def _prepared(conn: psycopg.Connection[Any], settings: int) -> bytes:
+    """Prepare the control statements and the setter of `settings` settings (once per session);
+    the setter's name."""
+    done = _PREPARED.setdefault(conn, set())
+    setter = b"planshift_set%d" % settings
+    calls = ", ".join(f"set_config(${i}, ${i + 1}, true)" for i in range(1, 2 * settings, 2))
+    wanted = {**_CONTROL, setter: f"SELECT {calls or 'NULL'}".encode()}
+    for name, sql in wanted.items():
+        if name not in done:
+            result = conn.pgconn.prepare(name, sql)
+            if result.status != pq.ExecStatus.COMMAND_OK:
+                raise error_from_result(result, conn.info.encoding)
+            done.add(name)
+    return setter
+
+
+def _run(
+    conn: psycopg.Connection[Any],
+    batch: list[list[tuple[bytes, list[bytes] | None, bool]]],
+    first_value: bool,
+    encoding: str,
+) -> list[tuple[Any, float]]:
     pg = conn.pgconn
+    outcomes: list[tuple[pq.abc.PGresult, float]] = []
+    failure: ExecutionFailed | None = None
     pg.enter_pipeline_mode()
     try:
-        for query, values in statements:
-            pg.send_query_params(query, values)
-        pg.pipeline_sync()
-        while pg.flush():
-            select.select([], [pg.socket], [])
-        results: list[pq.abc.PGresult] = []
-        while True:
-            while pg.is_busy():
-                select.select([pg.socket], [], [])
-                pg.consume_input()
-            result = pg.get_result()
-            if result is None:
-                continue
-            if result.status == pq.ExecStatus.PIPELINE_SYNC:
-                break
-            results.append(result)
+        sent = [time.perf_counter()]
+        _send(pg, batch[0])
+        for position in range(len(batch)):
+            if position + 1 < len(batch):
+                sent.append(time.perf_counter())
+                _send(pg, batch[position + 1])
+            results = _results(pg)
+            elapsed_ms = (time.perf_counter() - sent[position]) * 1000.0
+            failed = next((r for r in results if r.status == pq.ExecStatus.FATAL_ERROR), None)
+            if failed is not None:
+                failure = failure or ExecutionFailed(position, error_from_result(failed, encoding))
+            elif failure is None:
+                outcomes.append((results[MEASURED], elapsed_ms))
         pg.exit_pipeline_mode()
     except BaseException:
-        conn.close()
+        conn.close()  # the server rolls back and releases everything
         raise
-    return results
+    if failure is not None:
+        # the error skipped the rest of its execution: the transaction is open and failed
+        if pg.transaction_status != pq.TransactionStatus.IDLE:
+            _control(conn, b"ROLLBACK")
+        _control(conn, b"SELECT pg_advisory_unlock_all()")
+        raise failure
+    texts = [statements[MEASURED][0].decode(encoding) for statements in batch]
+    return [
+        (_value(result, first_value, text, encoding), ms)
+        for (result, ms), text in zip(outcomes, texts, strict=True)
+    ]
+
+
+def _control(conn: psycopg.Connection[Any], sql: bytes) -> None:
+    """Run a control statement on a session whose lock the caller holds."""
+    result = conn.pgconn.exec_(sql)
+    if result.status not in (pq.ExecStatus.COMMAND_OK, pq.ExecStatus.TUPLES_OK):
+        raise error_from_result(result, conn.info.encoding)
+
+
+def _send(pg: pq.abc.PGconn, statements: list[tuple[bytes, list[bytes] | None, bool]]) -> None:
+    for query, values, prepared in statements:
+        if prepared:
+            pg.send_query_prepared(query, values)
+        else:
+            pg.send_query_params(query, values)
+    pg.pipeline_sync()
+    while pg.flush():  # while the server's results come back unread, libpq buffers them
+        readable, _, _ = select.select([pg.socket], [pg.socket], [])
+        if readable:
+            pg.consume_input()
+
+
+def _results(pg: pq.abc.PGconn) -> list[pq.abc.PGresult]:
+    """The results of one execution, up to its Sync."""
+    results: list[pq.abc.PGresult] = []
+    while True:
+        while pg.is_busy():
+            select.select([pg.socket], [], [])
+            pg.consume_input()
+        result = pg.get_result()
+        if result is None:
+            continue
+        if result.status == pq.ExecStatus.PIPELINE_SYNC:
+            return results
+        results.append(result)
+
+
+def _value(statement: pq.abc.PGresult, first_value: bool, text: str, encoding: str) -> Any:
+    if not first_value:
+        return statement.ntuples
+    if statement.ntuples == 0 or statement.nfields == 0:
+        raise PlanshiftError("the statement returned no row", f"statement: {text[:200]}")
+    value = statement.get_value(0, 0)
+    return None if value is None else value.decode(encoding)
 
 
 def reset_session(conn: psycopg.Connection[Any], where: str) -> None:
@@ -144,3 +246,4 @@ def reset_session(conn: psycopg.Connection[Any], where: str) -> None:
             "a workload query must not change session state; remove the SET or set_config",
         )
     conn.execute("DISCARD ALL")
+    _PREPARED.pop(conn, None)
