@@ -132,3 +132,48 @@ def test_rule_typos_are_user_errors_with_a_hint_not_findings(tmp_path: Path, sto
         result = planshift(*compare, cwd=tmp_path)
         assert result.returncode == 2 and key in result.stderr, result.stderr
         assert "hint:" in result.stderr and "Traceback" not in result.stderr
+
+
+VARIED_WORKLOAD = """
+[workload]
+name = "aa-varied"
+repetitions = 12
+warmup = 1
+
+[setup]
+sql = '''
+DROP TABLE IF EXISTS r;
+CREATE TABLE r (id int PRIMARY KEY, v int NOT NULL);
+INSERT INTO r SELECT i, i % 97 FROM generate_series(1, 200000) i;
+VACUUM ANALYZE r;
+'''
+
+[variants.base]
+work_mem = "4MB"
+
+[[queries]]
+name = "range"
+sql = "SELECT sum(v) FROM r WHERE id BETWEEN %(lo)s AND %(lo)s + %(len)s"
+params = { lo = { range = [1, 150000] }, len = { choice = [300, 3000, 30000] } }
+"""
+
+
+def test_noise_floors_are_paired_for_interleaved_aa_runs(tmp_path: Path) -> None:
+    """Range lengths 300-30,000 rows spread each side's timings 100x; the A/A run is interleaved,
+    so its floor comes from the per-sample ratios (a few %), not from that spread."""
+    from detector.engine import stats
+    from detector.engine.noise import noise_floors
+    from detector.engine.pairing import pair_sides
+    from detector.store import Store
+
+    (tmp_path / "w.toml").write_text(VARIED_WORKLOAD)
+    ran = planshift("noise", "w.toml", "--target", "pg15", cwd=tmp_path)
+    assert ran.returncode == 0, ran.stderr
+    with Store(tmp_path / "planshift.duckdb", read_only=True) as store:
+        run_id = store.runs()[-1].run_id
+        floors = noise_floors(store, run_id)
+        first, second = store.targets([run_id])
+        (pair,) = pair_sides(store, first, second)
+    two_sample = stats.noise_floor(pair.baseline.durations_ms, pair.candidate.durations_ms)
+    assert two_sample > 0.5, two_sample  # the parameters' spread: no verdict could clear it
+    assert floors["range"] < two_sample / 3, (floors, two_sample)

@@ -74,7 +74,7 @@ def noise(
 
         print_json(noise_document(run_id, floors))
         return
-    table = Table("query", "noise floor", title=f"A/A run {run_id}: spread of the median ratio")
+    table = Table("query", "noise floor", title=f"A/A run {run_id}: how far the 95% CI of the effect reaches")
     for label, floor in sorted(floors.items(), key=lambda kv: label_order(kv[0])):
         table.add_row(plain(label), f"{floor:.1%}")
     out.print(table)

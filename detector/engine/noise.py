@@ -4,6 +4,12 @@
 same settings) and stores it as a run labelled `noise:<server>`. `compare` then uses the
 latest such run of the baseline's server: an effect inside a query's noise floor is
 `inconclusive`, never a regression.
+
+The floor of a query is how far from 1.0 the 95% CI of its A/A effect reaches. The two sides of
+an A/A run are interleaved, so the CI is the paired one (`stats_paired`), the one a verdict on
+an interleaved comparison uses; two independent samples would give a floor as wide as the
+parameters' and the machine's spread, which no paired verdict could ever clear. A query whose
+A/A samples are not matched by sample index (or too few) gets the two-sample floor.
 """
 
 from __future__ import annotations
@@ -12,7 +18,9 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from detector.engine import stats
-from detector.engine.pairing import pair_sides
+from detector.engine.alignment import aligned
+from detector.engine.pairing import SidePair, pair_sides
+from detector.engine.stats_paired import compare_paired
 from detector.errors import PlanshiftError
 from detector.store import Store, TargetRecord
 
@@ -47,10 +55,20 @@ def noise_floors(store: Store, run_id: int) -> dict[str, float]:
             "create one with `planshift noise WORKLOAD.toml`",
         )
     return {
-        pair.label: stats.noise_floor(pair.baseline.durations_ms, pair.candidate.durations_ms)
+        pair.label: pair_floor(pair)
         for pair in pair_sides(store, targets[0], targets[1])
         if len(pair.baseline.durations_ms) >= 2 and len(pair.candidate.durations_ms) >= 2
     }
+
+
+def pair_floor(pair: SidePair) -> float:
+    """The noise floor of one A/A query: paired when its samples are matched by index."""
+    baseline, candidate = aligned(pair) if pair.baseline.sample_indices else ([], [])
+    if baseline:
+        effect = compare_paired(baseline, candidate, min_effect=0.0)
+        if effect.ci_low is not None and effect.ci_high is not None:
+            return max(effect.ci_high, 1 / effect.ci_low) - 1
+    return stats.noise_floor(pair.baseline.durations_ms, pair.candidate.durations_ms)
 
 
 def with_noise_floors(store: Store, options: CompareOptions, run_id: int | None) -> CompareOptions:
