@@ -22,7 +22,7 @@ from typing import BinaryIO
 
 from collectors.logs.batches import BatchParser, ParsedBatch
 from collectors.logs.formats import BOM, Batch, Position, Problem, open_log, stream_error
-from collectors.logs.parallel import ChunkSpec, ParallelRead
+from collectors.logs.parallel import ChunkSpec, ParallelRead, grouped
 from collectors.logs.prefix import PrefixParser, TimeParser
 from collectors.logs.records import FORMATS, detect_format, format_of, make_reader
 from collectors.logs.redact import redact_message
@@ -245,7 +245,8 @@ class LogIngest:
             self.options.anonymize,
         )
         boundary = format_of(log_format).boundary  # where the parallel read may cut
-        yield from ParallelRead(stream, position, spec, boundary, workers, sequential).batches()
+        read = ParallelRead(stream, position, spec, boundary, workers, sequential)
+        yield from grouped(read.batches())
 
     def _store_batch(
         self, file_id: int, path: Path, head: bytes, batch: Batch, parsed: ParsedBatch | None,

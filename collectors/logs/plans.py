@@ -28,6 +28,7 @@ from pglast import parser as pg_parser
 
 from collectors.logs.formats import JSONError, RawEntry, loads
 from collectors.logs.redact import anonymize_sql, redact_passwords, sets_password
+from collectors.logs.templates import Templates
 from collectors.logs.textplan import parse_text_plan
 from detector.errors import PlanshiftError
 from detector.model import Plan, parse_plan
@@ -39,6 +40,7 @@ _TEXT_KEYS = ("Query Text: ", "Query Parameters: ", "Query Identifier: ", "Setti
 CACHE_LIMIT = 50_000
 LABEL_LIMIT = 500_000  # queryids remembered for QueryKeys.label
 _FALSE = frozenset({"false", "off", "0", "no"})
+
 _json_string = json.encoder.encode_basestring_ascii  # what json.dumps uses for str values
 
 
@@ -134,13 +136,15 @@ def parameters_json(text: str) -> str:
 
 
 class QueryKeys:
-    """Query identity from the text, cached per exact text; queryid labels checked against it.
+    """Query identity from the text, cached per exact text and per template (`log_templates`:
+    texts that differ only in plain constants); queryid labels checked against it.
     `anonymize`: the SQL is normalized even when the lexer fails (constants masked), and no
     literals are kept."""
 
     def __init__(self, anonymize: bool = False) -> None:
         self.anonymize = anonymize
         self.by_text: dict[str, QueryIdentity] = {}
+        self.templates = Templates()
         self.owners: dict[int, str] = {}  # queryid -> the query key it was first seen with
         self.ambiguous: set[int] = set()  # queryids seen with two query keys
         self.found_ambiguous: list[int] = []  # since the caller last took them
@@ -149,7 +153,14 @@ class QueryKeys:
         known = self.by_text.get(text)
         if known is not None:
             return known
+        found = None if self.anonymize else self.templates.find(text)
+        if found is not None and found.proven is not None:  # not kept per text: flat memory
+            key, sql = found.proven
+            return QueryIdentity(key, sql, found.literals)
         identity = self._compute(text)
+        if found is not None:
+            plain = not identity.secret and not identity.explain_only
+            self.templates.learn(found, identity.key, identity.sql, identity.literals, plain)
         if len(self.by_text) > CACHE_LIMIT:
             self.by_text.clear()
         self.by_text[text] = identity

@@ -11,6 +11,7 @@ common shapes (default `%m [%p] `, the README's `%m [%p] %q%u@%d qid=%Q `, pgBad
 
 from __future__ import annotations
 
+import functools
 import re
 from datetime import UTC, datetime, timedelta, timezone, tzinfo
 from typing import NamedTuple
@@ -143,6 +144,7 @@ def guess_header(line: str) -> Header | None:
     )
 
 
+@functools.lru_cache(maxsize=64)
 def compile_prefix(prefix: str) -> re.Pattern[str]:
     """A regex matching one header line: the prefix, then `LEVEL:  `; the message follows."""
     parts: list[str] = []
