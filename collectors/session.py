@@ -1,13 +1,14 @@
 """planshift's sessions on a server: how a workload statement is sent so it cannot escape.
 
-Every workload statement goes through `one_statement`: libpq's pipeline mode sends it with the
+Every workload statement goes through `executions` (`one_statement` for one): libpq's pipeline mode sends it with the
 extended query protocol, which refuses several commands in one string, so `SELECT 1; COMMIT;
-DELETE ...` is an error instead of a commit. A measured execution is one pipeline, one round
-trip: BEGIN, the side's settings by `set_config(name, value, true)`, the EXPLAIN, ROLLBACK, and
-the release of any session-level advisory lock the statement took. If the wait for its results
-is interrupted, the session is closed: the server then rolls back and releases everything.
-After each query, `reset_session` checks that nothing survived the rollback (a session-level
-setting) and clears what may have (advisory locks, prepared statements) with DISCARD ALL.
+DELETE ...` is an error instead of a commit. A measured execution is one pipeline with one
+Sync: BEGIN, the side's settings by `set_config(name, value, true)`, the statement, the release
+of any session-level advisory lock it took, ROLLBACK (all but the statement prepared once per
+session). If the wait for its results is interrupted, the session is closed: the server then
+rolls back and releases everything. After each query, `reset_session` checks that nothing
+survived the rollback (a session-level setting) and clears what may have (prepared statements,
+temporary state) with DISCARD ALL.
 """
 
 from __future__ import annotations

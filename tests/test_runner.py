@@ -217,7 +217,7 @@ sweep = { param = "n", values = [5, 50] }
 def test_rotation_gives_every_variant_the_first_turn_on_its_server() -> None:
     from collections import Counter
 
-    from collectors.runner import Side, rotated
+    from collectors.sides import Side, rotated
     from collectors.servers.targets import Server
 
     servers = [Server("pg15", "", "embedded"), Server("pg18", "", "embedded")]

@@ -1,0 +1,212 @@
+"""One query's samples on every side: the parameters of sample i run on every side back to back
+(`rotated` order), primed, as EXPLAIN ANALYZE in the workload's timing mode, each execution in
+its own rolled-back transaction (collectors/session.py)."""
+
+from __future__ import annotations
+
+import json
+import random
+from collections.abc import Callable, Iterator, Sequence
+from datetime import UTC, datetime
+from itertools import groupby
+from typing import Any
+
+import psycopg
+
+from collectors.attribution import PLAN_ONLY
+from collectors.generic_plans import generic_plan
+from collectors.session import ExecutionFailed, executions, one_statement
+from collectors.sides import RunOptions, Side, rotated
+from detector.errors import PlanshiftError
+from detector.model import Observation, parse_plan
+from detector.model.workload import Query, Workload
+
+# measured executions skip per-node timing by default: its cost grows with the rows a plan
+# moves, so it would skew a hash join against a nested loop (TIMING = "on" keeps it)
+EXPLAIN = {
+    "off": "EXPLAIN (ANALYZE, TIMING OFF, BUFFERS, SETTINGS, FORMAT JSON) ",
+    "on": "EXPLAIN (ANALYZE, BUFFERS, SETTINGS, FORMAT JSON) ",
+    "plan": "EXPLAIN (SETTINGS, FORMAT JSON) ",  # plan-only: nothing is executed
+}
+
+ProgressCallback = Callable[[str, int], None]
+
+
+def measure(
+    workload: Workload,
+    query: Query,
+    key: str,
+    point: str | None,
+    fixed: dict[str, Any],
+    sides: Sequence[Side],
+    options: RunOptions,
+    progress: ProgressCallback | None,
+) -> list[Observation]:
+    if query.generic_plan:
+        return _generic_observations(query, key, sides, options, progress)
+    reps = options.repetitions or query.repetitions or workload.repetitions
+    warmup = workload.warmup if options.warmup is None else options.warmup
+    rng = random.Random(f"{workload.seed}:{query.name}:{point}")
+    cold = workload.cache_of(query) == "cold"
+    observations: list[Observation] = []
+    for index in range(warmup + reps):
+        params = query.parameters(rng, index, fixed)
+        measured = index >= warmup
+        # priming: the first execution with new parameters reads their pages into shared
+        # buffers and the next ones hit them; without it each side's timings mix both cases
+        # (a cold trial is the opposite: it evicts them before each measured execution)
+        passes = (False, True) if measured and workload.prime and not cold else (measured,)
+        steps = [(recorded, side) for recorded in passes for side in rotated(sides, index)]
+        for recorded, side, (plan_json, plain_ms, client_ms) in run_steps(
+            steps, query, params, options.statement_timeout, workload.timing, cold
+        ):
+            if progress is not None:
+                progress(f"{query.name} {point or ''}".strip(), 1)
+            if recorded:
+                observation = _observation(
+                    side, key, params, plan_json, client_ms, index - warmup, point, plain_ms
+                )
+                side.check_settings(observation.plan, f"{query.name} {point or ''}".strip())
+                observations.append(observation)
+    return observations
+
+
+Step = tuple[bool, Side]  # (recorded, side) of one execution of a sample
+
+
+def run_steps(
+    steps: Sequence[Step],
+    query: Query,
+    params: dict[str, Any],
+    timeout: str,
+    timing: str,
+    cold: bool,
+) -> Iterator[tuple[bool, Side, tuple[str, float | None, float]]]:
+    """Each step's (EXPLAIN JSON, duration ms, client ms), in order, in the workload's timing
+    mode: the server's Execution Time under EXPLAIN ANALYZE, or in "plain" mode the round trip
+    of the bare statement (its plan from an EXPLAIN ANALYZE, TIMING OFF run just before).
+
+    Consecutive steps on one session are sent as one batch (`session.executions`: the next is
+    sent while the server runs the current one) except in plain mode, whose timing is the
+    round trip, and for cold caches, evicted before each measured execution."""
+    # a query without placeholders is sent as written: `LIKE 'PROMO%'` keeps its `%`
+    bound = params if query.placeholders else None
+    explain = EXPLAIN.get(timing, EXPLAIN["off"])
+    if timing == "plain" or cold:
+        groups = [[step] for step in steps]
+    else:
+        groups = [list(group) for _, group in groupby(steps, key=lambda s: id(s[1].connection))]
+    for group in groups:
+        connection = group[0][1].connection
+        for recorded, side in group:
+            if recorded and cold and side.eviction is not None:
+                side.eviction.evict(connection, _relations(side, query, params, timeout))
+        try:
+            results = executions(
+                connection,
+                [(explain + query.sql, bound, _gucs(side, timeout)) for _, side in group],
+            )
+            plain = [
+                executions(connection, [(query.sql, bound, _gucs(side, timeout))], False)[0][1]
+                if timing == "plain"
+                else None
+                for _, side in group
+            ]
+        except (ExecutionFailed, psycopg.Error) as exc:
+            failed = exc.error if isinstance(exc, ExecutionFailed) else exc
+            side = group[exc.position if isinstance(exc, ExecutionFailed) else 0][1]
+            raise PlanshiftError(
+                f"query {query.name} failed on {side.name}: {str(failed).strip()}",
+                f"parameters: {json.dumps(params, default=str)}",
+            ) from failed
+        for (recorded, side), (plan_json, client_ms), plain_ms in zip(
+            group, results, plain, strict=True
+        ):
+            yield (
+                recorded,
+                side,
+                (str(plan_json), plain_ms, client_ms if plain_ms is None else plain_ms),
+            )
+
+
+def _gucs(side: Side, timeout: str) -> dict[str, str]:
+    return {"statement_timeout": timeout, **side.gucs}
+
+
+def _relations(side: Side, query: Query, params: dict[str, Any], timeout: str) -> list[str]:
+    """The relations the statement's plan for these parameters reads (EXPLAIN, not executed)."""
+    bound = params if query.placeholders else None
+    gucs = {"statement_timeout": timeout, **side.gucs}
+    plan_json, _ = one_statement(side.connection, PLAN_ONLY + query.sql, bound, gucs)
+    plan = parse_plan(str(plan_json))
+    return sorted(
+        {
+            f"{node.schema}.{node.relation}" if node.schema else node.relation
+            for _, node in plan.nodes()
+            if node.relation
+        }
+    )
+
+
+def _observation(
+    side: Side,
+    key: str,
+    params: dict[str, Any],
+    plan_json: str,
+    client_ms: float,
+    sample_index: int,
+    point: str | None,
+    plain_ms: float | None,
+) -> Observation:
+    plan = parse_plan(plan_json)
+    return Observation(
+        target_id=side.target_id,
+        query_key=key,
+        params=json.dumps(params, sort_keys=True, default=str),
+        plan=plan,
+        plan_json=plan_json,
+        duration_ms=plan.execution_ms if plain_ms is None else plain_ms,
+        planning_ms=plan.planning_ms,
+        client_ms=client_ms,
+        sample_index=sample_index,
+        collected_at=datetime.now(UTC),
+        point=point,
+    )
+
+
+def _generic_observations(
+    query: Query,
+    key: str,
+    sides: Sequence[Side],
+    options: RunOptions,
+    progress: ProgressCallback | None,
+) -> list[Observation]:
+    """One plan-only observation per side: no timings, labelled by the plan's missing analysis."""
+    observations = []
+    for side in sides:
+        try:
+            gucs = {"statement_timeout": options.statement_timeout, **side.gucs}
+            version = int(side.server.info.get("server_version_num") or 0)
+            plan_json = generic_plan(side.connection, query.sql, gucs, version)
+        except psycopg.Error as exc:
+            raise PlanshiftError(
+                f"generic plan of {query.name} failed on {side.name}: {str(exc).strip()}",
+                "generic_plan queries use $1, $2 ... placeholders whose types PostgreSQL can infer",
+            ) from exc
+        if progress is not None:
+            progress(query.name, 1)
+        observations.append(
+            Observation(
+                target_id=side.target_id,
+                query_key=key,
+                params="[]",
+                plan=parse_plan(plan_json),
+                plan_json=plan_json,
+                duration_ms=None,
+                planning_ms=None,
+                client_ms=None,
+                sample_index=0,
+                collected_at=datetime.now(UTC),
+            )
+        )
+    return observations

@@ -1,0 +1,83 @@
+"""What a run measures on: one server x variant (a side, what the store calls a target), the
+order the sides run in for each sample, and the run's options."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import psycopg
+
+from collectors.cache import Eviction
+from collectors.servers.targets import Server
+from detector.errors import PlanshiftError
+from detector.model import Plan
+
+
+@dataclass
+class Side:
+    """One server x variant: what the store calls a target."""
+
+    server: Server
+    variant: str
+    gucs: dict[str, str]
+    connection: psycopg.Connection[Any]
+    target_id: int = 0
+    name: str = ""
+    eviction: Eviction | None = None  # how cold trials are made on this side's server
+    # per query: the planner settings EXPLAIN (SETTINGS) showed for its first measured plan on
+    # this side; every later plan must show the same, or something changed settings mid-run
+    settings: dict[str, Mapping[str, str]] = field(default_factory=dict)
+
+    def check_settings(self, plan: Plan, query: str) -> None:
+        first = self.settings.setdefault(query, plan.settings)
+        if plan.settings != first:
+            changed = sorted(set(plan.settings.items()) ^ set(first.items()))
+            raise PlanshiftError(
+                f"the planner settings of {self.name} changed during the run, at query {query}: "
+                f"{', '.join(f'{k}={v}' for k, v in changed)}",
+                "something outside planshift (ALTER SYSTEM and a reload, ALTER DATABASE) changed "
+                "settings; rerun on a server nobody else reconfigures meanwhile",
+            )
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    label: str = ""
+    kind: str = "run"  # of the stored run: run, or noise for an A/A run
+    repetitions: int | None = None
+    warmup: int | None = None
+    statement_timeout: str = "60s"
+    queries: tuple[str, ...] = ()  # only these query names (default: all)
+    setup_on_dsn: bool = False  # run the workload's [setup] on --dsn servers too
+    cache: str | None = None  # "warm" | "cold" for every query (--cache), else the workload's
+    side_names: dict[tuple[str, str], str] = field(default_factory=dict)
+    timing: str = "off"  # set from the workload's: with "plan", no statement is executed
+
+
+def side_name(server: str, variant: str, servers: int, variants: int) -> str:
+    """`pg15/fast` in general; just the variant (or server) when the other has one value."""
+    if servers == 1 and variants > 1:
+        return variant
+    if variants == 1:
+        return server
+    return f"{server}/{variant}"
+
+
+def rotated(sides: Sequence[Side], index: int) -> list[Side]:
+    """The order of sample i: servers rotate, and within each server its variants rotate.
+
+    The first execution of a sample on a server reads pages cold for those parameters and warms
+    them for the server's next variants; rotating within each server makes every variant go
+    first on its server equally often (rotating the flat list would not: with two servers the
+    first variant of each would always follow the other server's execution, i.e. run cold).
+    """
+    servers = list(dict.fromkeys(side.server.name for side in sides))
+    shift = index % len(servers)
+    order: list[Side] = []
+    for name in servers[shift:] + servers[:shift]:
+        group = [side for side in sides if side.server.name == name]
+        first = index % len(group)
+        order.extend(group[first:] + group[:first])
+    return order
