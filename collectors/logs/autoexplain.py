@@ -22,7 +22,8 @@ from typing import BinaryIO
 
 from collectors.logs.batches import BatchParser, ParsedBatch
 from collectors.logs.formats import BOM, Batch, Position, Problem, open_log, stream_error
-from collectors.logs.parallel import ChunkSpec, ParallelRead, grouped
+from collectors.logs.groups import grouped
+from collectors.logs.parallel import ChunkSpec, ParallelRead
 from collectors.logs.prefix import PrefixParser, TimeParser
 from collectors.logs.records import FORMATS, detect_format, format_of, make_reader
 from collectors.logs.redact import redact_message

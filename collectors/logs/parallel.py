@@ -22,29 +22,27 @@ import io
 import multiprocessing
 import os
 import re
+import sys
 import threading
 import time
 from collections import deque
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
+from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, BinaryIO
-
-import numpy as np
+from typing import BinaryIO
 
 from collectors.logs.batches import BatchParser, ParsedBatch
 from collectors.logs.formats import BOM, MAX_ENTRY, Batch, Position, stream_error
 from collectors.logs.prefix import TimeParser
 from collectors.logs.records import make_reader
 from detector.errors import PlanshiftError
-from detector.model.log_rows import LogBatchColumns
 
 CHUNK_BYTES = 8 << 20
 TAIL_SEARCH = 1 << 16  # where the last boundary of a chunk is looked for first
 IN_FLIGHT_PER_WORKER = 2  # chunks queued per worker: memory stays flat
 PARENT_CHECK_SECONDS = 0.5
-GROUP_CHUNKS = 4  # parsed chunks stored in one transaction: fewer, larger commits
 
 Sequential = Callable[[BinaryIO, Position], Iterator[Batch]]
 
@@ -108,6 +106,25 @@ def parse_chunk(spec: ChunkSpec, offset: int, line: int, chunk: bytes) -> ChunkR
     return ChunkResult(batch, parsed, bool(reader.open_entries()))
 
 
+@contextmanager
+def _main_unseen() -> Iterator[None]:
+    """Workers that do not run the main script's imports (multiprocessing would, to find
+    functions defined there: the CLI and DuckDB, ~0.2 s of CPU and memory per worker)."""
+    main = sys.modules.get("__main__")
+    saved = {
+        name: main.__dict__[name]
+        for name in ("__file__", "__spec__")
+        if main and name in main.__dict__
+    }
+    try:
+        for name in saved:
+            setattr(main, name, None) if name == "__spec__" else delattr(main, name)
+        yield
+    finally:
+        for name, value in saved.items():
+            setattr(main, name, value)
+
+
 def last_boundary(buffer: bytes, boundary: re.Pattern[bytes]) -> int | None:
     """Where the last complete entry of the buffer ends (just after a boundary newline that
     is not the buffer's last byte, so the next line's first bytes are known)."""
@@ -157,7 +174,8 @@ class ParallelRead:
                 if chunk is None:  # the unfinished end of the file
                     resume = start
                     break
-                job = pool.submit(parse_chunk, self.spec, start.offset, start.line, chunk)
+                with _main_unseen():  # a worker starts here, on the first submits
+                    job = pool.submit(parse_chunk, self.spec, start.offset, start.line, chunk)
                 pending.append((start, job))
                 while len(pending) > self.workers * IN_FLIGHT_PER_WORKER:
                     result, start_of = self._next(pending)
@@ -221,68 +239,6 @@ class ParallelRead:
 
     def _at(self, offset: int, line: int) -> Position:
         return Position(offset, line, self.position.high_offset, self.position.pending_starts)
-
-
-def grouped(
-    pairs: Iterator[tuple[Batch, ParsedBatch | None]], size: int = GROUP_CHUNKS
-) -> Iterator[tuple[Batch, ParsedBatch | None]]:
-    """Consecutive parsed chunks merged by `size` (each group is stored as one batch, as if
-    its chunks had been one); batches read sequentially pass as they are, in order."""
-    held: list[tuple[Batch, ParsedBatch]] = []
-    for batch, parsed in pairs:
-        if parsed is not None:
-            held.append((batch, parsed))
-            if len(held) < size:
-                continue
-        if held:
-            yield _merged(held)
-            held = []
-        if parsed is None:
-            yield batch, None
-    if held:
-        yield _merged(held)
-
-
-def _merged(held: list[tuple[Batch, ParsedBatch]]) -> tuple[Batch, ParsedBatch]:
-    if len(held) == 1:
-        return held[0]
-    batches = [batch for batch, _ in held]
-    parts = [parsed for _, parsed in held]
-    batch = Batch(
-        entries=[],
-        problems=[problem for b in batches for problem in b.problems],
-        checkpoint=batches[-1].checkpoint,  # the ledger after the last, as stored one by one
-        messages=sum(b.messages for b in batches),
-        incomplete=[problem for b in batches for problem in b.incomplete],
-        unknown_zones=frozenset().union(*(b.unknown_zones for b in batches)),
-        events=[event for b in batches for event in b.events],
-    )
-    parsed = ParsedBatch()
-    for part in parts:
-        for fingerprint, shape in part.shapes.items():
-            parsed.shapes.setdefault(fingerprint, shape)
-        for key, query in part.queries.items():
-            parsed.queries.setdefault(key, query)
-        parsed.problems.extend(part.problems)
-        parsed.ambiguous.extend(part.ambiguous)
-    parsed.columns = _concatenated([p.columns for p in parts if p.columns and p.columns.size])
-    return batch, parsed
-
-
-def _concatenated(columns: list[LogBatchColumns]) -> LogBatchColumns:
-    if not columns:
-        return LogBatchColumns({}, {}, 0)
-
-    def joined(arrays: list[Any]) -> Any:
-        if len({array.dtype for array in arrays}) > 1:  # a null in some: objects, as built
-            arrays = [array.astype(object) for array in arrays]
-        return np.concatenate(arrays)
-
-    observations = {
-        k: joined([c.observations[k] for c in columns]) for k in columns[0].observations
-    }
-    entries = {k: joined([c.entries[k] for c in columns]) for k in columns[0].entries}
-    return LogBatchColumns(observations, entries, sum(c.size for c in columns))
 
 
 class _Rest(io.BytesIO):
