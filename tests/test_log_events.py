@@ -250,6 +250,8 @@ def test_compare_of_two_windows_names_the_settings_and_events_between(tmp_path: 
         before, after = resolve_side(db, base_spec, None), resolve_side(db, cand_spec, None)
         assert isinstance(before, WindowSide) and isinstance(after, WindowSide)
         assert after.since == flip_at and before.until is not None and before.until < flip_at
+        # the version of the last server start logged before each window's end
+        assert before.server_version_num == after.server_version_num == 170010
         assert before.target_id not in {t.target_id for t in db.targets()}
         result = compare_sides(db, before, after)
     assert result.settings_diff["random_page_cost"] == ("default", "60")
@@ -261,6 +263,7 @@ def test_compare_of_two_windows_names_the_settings_and_events_between(tmp_path: 
     shown = runner.invoke(app, args)
     assert shown.exit_code in (0, 1), shown.output
     assert "settings that differ: random_page_cost default -> 60" in shown.output
+    assert "(PostgreSQL 17.10) vs" in shown.output
     assert "server events in and between the windows" in shown.output
     line = setting_line(EVENTS / "pg.log")
     assert f"between   setting     {SETTING_MESSAGE}  (pg.log:{line})" in shown.output

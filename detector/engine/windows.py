@@ -3,7 +3,8 @@
 A window is its own kind of side (`WindowSide`), resolved from its spec once
 (`[SOURCE@]SINCE..UNTIL`, either end may be empty); it has no row in `targets`. Its plans are
 the log observations of [since, until) (of one log source, or all). What it knows of the
-server comes from the log: the settings its plans logged (auto_explain.log_settings; the value
+server comes from the log: its version from the last server start logged before its end, the
+settings its plans logged (auto_explain.log_settings; the value
 most of its plans had) stand as its GUCs, so the comparison's "settings that differ" names
 them, and the server events in and between two windows come with the comparison.
 """
@@ -67,10 +68,24 @@ def window_side(store: Store, spec: str) -> WindowSide:
         "window": [since.isoformat() if since else None, until.isoformat() if until else None],
         "source": source or None,
     }
+    version = logged_version(store, until, _files_of(store, {source or None}))
     return WindowSide(
-        WINDOW_TARGET_ID, latest[-1].row.run_id, spec, "log", None,
+        WINDOW_TARGET_ID, latest[-1].row.run_id, spec, "log", version,
         logged_settings([row.settings for row in rows]), info, since, until, source or None,
     )  # fmt: skip
+
+
+def logged_version(store: Store, until: datetime | None, files: set[str] | None) -> int | None:
+    """The server_version_num of the last server start the logs show before `until`
+    (`starting PostgreSQL 17.2 on ...`); None when no start with a minor version was logged."""
+    version = None
+    for event in store.log_events(None, until):
+        if event.kind != "start" or (files is not None and event.path not in files):
+            continue
+        major, _, minor = (event.subject or "").partition(".")
+        if major.isdigit() and minor.isdigit() and int(major) >= 10:
+            version = int(major) * 10000 + int(minor)
+    return version
 
 
 def logged_settings(settings: list[str | None]) -> dict[str, str]:
