@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from detector.model import Side
 from detector.model.settings import (
@@ -91,6 +92,12 @@ def _shown(value: str | None, default: str | None) -> str:
     return f"{default} (default)" if default is not None else "default"
 
 
+# settings_changes per (settings, dominant plan, version) of both sides and names: the sides
+# of a comparison share their target's settings and their shape's plan, so a million queries
+# ask a handful of times. The objects are held with the entry: their ids stay theirs.
+_CHANGES: dict[tuple[Any, ...], tuple[list[SettingChange], tuple[Any, ...]]] = {}
+
+
 def settings_changes(
     baseline: Side, candidate: Side, names: Iterable[str] | None = None
 ) -> list[SettingChange]:
@@ -99,6 +106,25 @@ def settings_changes(
     The plans' EXPLAIN (SETTINGS) lists count only when both agree with their side's
     recorded GUCs (see side_settings); otherwise the recorded GUCs alone are compared.
     """
+    wanted = None if names is None else tuple(names)
+    held = (baseline.settings, baseline.plans[0].plan, candidate.settings, candidate.plans[0].plan)
+    key = (
+        *map(id, held),
+        baseline.server_version_num,
+        candidate.server_version_num,
+        wanted,
+    )
+    found = _CHANGES.get(key)
+    if found is None:
+        if len(_CHANGES) >= 4096:
+            _CHANGES.clear()
+        found = _CHANGES[key] = (_settings_changes(baseline, candidate, wanted), held)
+    return list(found[0])
+
+
+def _settings_changes(
+    baseline: Side, candidate: Side, names: Iterable[str] | None
+) -> list[SettingChange]:
     # one side's plan list contradicting its GUCs makes both lists suspect: compare GUCs only
     if plan_settings_usable(baseline) and plan_settings_usable(candidate):
         left, right = side_settings(baseline), side_settings(candidate)

@@ -1,0 +1,177 @@
+"""The sides of a comparison built in bulk from one grouped store read (`GroupedSamples`).
+
+A side is one query (and sweep point) on one target or time window: its plan variants, the
+distribution of its durations, and its samples as windows of the arrays the read returned.
+A million queries make two million sides, so they are built column by column (numpy for the
+numbers, `map` over constructors for the objects), never sample by sample.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from itertools import repeat
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import numpy.typing as npt
+
+from detector.engine.segments import Floats, Ints, offsets, segment_quantiles
+from detector.model import PlanVariant, Side, TimingStats
+from detector.model.bulk import builder
+from detector.model.samples import Samples
+from detector.store import GroupedSamples, TargetRecord
+
+if TYPE_CHECKING:
+    from detector.engine.pairing import Plans
+
+# TimingStats of a side: n is counted apart; then median, p90, p99, min and max
+SUMMARY_QUANTILES = (0.5, 0.9, 0.99, 0.0, 1.0)
+new_variant, new_stats, new_side = builder(PlanVariant), builder(TimingStats), builder(Side)
+
+
+def side_settings_of(target: TargetRecord) -> dict[str, str]:
+    """What rules see of a side's settings: the server-level settings recorded when the run
+    started (io_method, shared_buffers, data_checksums, jit ...), overlaid with the variant's
+    GUCs, so a same-plan slowdown can name io_method as well as effective_io_concurrency."""
+    recorded = target.info.get("settings") or {}
+    return {**{str(k): str(v) for k, v in recorded.items()}, **target.gucs}
+
+
+def production_calls(target: TargetRecord, query_key: str) -> int | None:
+    """The query's executions in production, when its workload was captured (`calls`)."""
+    calls = (target.info.get("production_calls") or {}).get(query_key)
+    return int(calls) if isinstance(calls, int) else None
+
+
+def most_frequent_first(variant: PlanVariant) -> tuple[int, str]:
+    """Sort key of a side's plan variants: the dominant first, ties by fingerprint (stable)."""
+    return (-variant.samples, variant.fingerprint)
+
+
+class BulkSides:
+    """Every side (query, point, target) of `GroupedSamples`, built in bulk, in group order.
+
+    A side is a run of consecutive groups, as `GroupedSamples` keeps them; its samples are
+    the rows of those groups, in group order."""
+
+    def __init__(self, grouped: GroupedSamples) -> None:
+        g = self.grouped = grouped
+        numbers, targets = g.query_numbers, np.asarray(g.target_ids, np.int64)
+        starts = np.ones(len(numbers), np.bool_)
+        starts[1:] = (numbers[1:] != numbers[:-1]) | (targets[1:] != targets[:-1])
+        first = np.flatnonzero(starts)
+        self.first_groups = first.tolist()  # of each side: its groups run to the next's first
+        self.group_ends = [*self.first_groups[1:], len(numbers)]
+        self.side_queries, self.side_targets = numbers[first], targets[first]
+
+    def pairs(self, baseline_id: int, candidate_id: int) -> tuple[list[int], list[int], list[int]]:
+        """The first group, baseline side and candidate side of each query (and point) that
+        has both sides, in key order."""
+        count = int(self.side_queries.max()) + 1 if len(self.side_queries) else 0
+        found = []
+        for target_id in (baseline_id, candidate_id):
+            side_of = np.full(count, -1)
+            mine = np.flatnonzero(self.side_targets == target_id)
+            side_of[self.side_queries[mine]] = mine
+            found.append(side_of)
+        base, cand = found
+        both = (base >= 0) & (cand >= 0)
+        first = np.asarray(self.first_groups, np.int64)[base[both]]
+        return first.tolist(), base[both].tolist(), cand[both].tolist()
+
+    def build(self, targets: Mapping[int, TargetRecord], plans: Plans) -> list[Side]:
+        g = self.grouped
+        rows = offsets(g.sizes)
+        known_durations, known_planning = offsets(g.duration_known), offsets(g.planning_known)
+        durations = _known(g.durations_ms, g.duration_known)
+        side_rows = rows[[*self.first_groups, len(g.sizes)]]
+        side_lo, side_hi = known_durations[side_rows[:-1]], known_durations[side_rows[1:]]
+        quantiles = segment_quantiles(durations, side_lo, side_hi, SUMMARY_QUANTILES)
+        # one group per side (one plan shape): a group's median is its side's
+        medians = quantiles[:, 0] if len(self.first_groups) == len(g.sizes) else None
+        variants = self._variants(plans, rows, known_durations, durations, medians)
+        summaries = quantiles.T.tolist()
+        counts = side_hi - side_lo
+        timings: list[TimingStats | None] = list(map(new_stats, counts.tolist(), *summaries))
+        for empty in np.flatnonzero(counts == 0).tolist():
+            timings[empty] = None
+        side_ids = self.side_targets.tolist()  # target ids, or the windows' made-up ids
+        sides = [targets[side_id] for side_id in side_ids]
+        settings = {side_id: side_settings_of(target) for side_id, target in targets.items()}
+        tables = {side_id: target.info.get("tables") or {} for side_id, target in targets.items()}
+        samples = known_durations[side_rows]
+        return list(
+            map(
+                new_side,
+                [side.name for side in sides],
+                [side.server_version_num for side in sides],
+                [settings[side_id] for side_id in side_ids],
+                self._plans_of_sides(variants),
+                _windows(durations, samples),
+                timings,
+                [
+                    production_calls(side, g.query_keys[first])
+                    for side, first in zip(sides, self.first_groups, strict=True)
+                ]
+                if any(t.info.get("production_calls") for t in targets.values())
+                else [None] * len(sides),
+                _windows(_known(g.planning_ms, g.planning_known), known_planning[side_rows]),
+                _windows(_known(g.sample_indices, g.duration_known), samples),
+                _windows(_known(g.total_cost, g.duration_known), samples),
+                [tables[side_id] for side_id in side_ids],
+            )
+        )
+
+    def _variants(
+        self,
+        plans: Plans,
+        rows: Ints,
+        known_durations: Ints,
+        durations: Floats,
+        medians: Floats | None,
+    ) -> list[PlanVariant]:
+        g = self.grouped
+        lo, hi = known_durations[rows[:-1]], known_durations[rows[1:]]
+        if medians is None:
+            medians = segment_quantiles(durations, lo, hi, (0.5,))[:, 0]
+        median_ms: list[float | None] = medians.tolist()
+        if (hi == lo).any():  # groups without durations (plan-only): NaN -> None
+            empty = (hi == lo).tolist()
+            median_ms = [None if none else m for m, none in zip(median_ms, empty, strict=True)]
+        median_cost = segment_quantiles(g.total_cost, rows[:-1], rows[1:], (0.5,))[:, 0]
+        median_blocks = segment_quantiles(g.shared_blocks, rows[:-1], rows[1:], (0.5,))[:, 0]
+        signatures, plan_objects = plans.many(g.target_ids, g.query_keys, g.points, g.fingerprints)
+        return list(
+            map(
+                new_variant,
+                g.fingerprints,
+                signatures,
+                plan_objects,
+                g.sizes.tolist(),
+                median_ms,
+                median_cost.tolist(),
+                median_blocks.tolist(),
+            )
+        )
+
+    def _plans_of_sides(self, variants: list[PlanVariant]) -> list[tuple[PlanVariant, ...]]:
+        if len(self.first_groups) == len(variants):  # one plan shape per side
+            return [(variant,) for variant in variants]
+        return [
+            (variants[first],)
+            if end - first == 1
+            else tuple(sorted(variants[first:end], key=most_frequent_first))
+            for first, end in zip(self.first_groups, self.group_ends, strict=True)
+        ]
+
+
+def _known(values: npt.NDArray[Any], known: npt.NDArray[np.bool_]) -> npt.NDArray[Any]:
+    """The values where known: the array itself, not a copy, when all are."""
+    return values if known.all() else values[known]
+
+
+def _windows(values: npt.NDArray[Any], bounds: Ints) -> list[Samples[Any]]:
+    """values[bounds[i]:bounds[i + 1]] for each i, as `Samples` sharing `values`."""
+    edges = bounds.tolist()
+    window: Callable[[npt.NDArray[Any], int, int], Samples[Any]] = Samples
+    return list(map(window, repeat(values), edges[:-1], edges[1:]))
