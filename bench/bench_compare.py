@@ -47,6 +47,7 @@ sys.path.insert(0, str(ROOT))
 import detector.engine.compare  # noqa: E402
 import detector.engine.pairing  # noqa: E402
 import detector.engine.stats  # noqa: E402
+import detector.engine.verdicts  # noqa: E402
 from detector.engine.compare import CompareOptions, compare_sides  # noqa: E402
 from detector.model import ComparisonResult, Observation, parse_plan  # noqa: E402
 from detector.store import Store  # noqa: E402
@@ -57,7 +58,8 @@ PHASE_OF = {  # (module, attribute): phase; time of nested phases is not counted
     (Store, "plan_examples"): "read",
     (Store, "query_texts"): "read",
     (detector.engine.compare, "pair_sides"): "pairing/build",
-    (detector.engine.compare, "timing_verdicts"): "stats",
+    (detector.engine.compare, "timing_verdicts"): "stats",  # before verdicts.py
+    (detector.engine.verdicts, "timing_verdicts"): "stats",
     (detector.engine.stats, "control_false_discoveries"): "BH",
     (detector.engine.compare, "compared"): "pairing/build",
     (detector.engine.compare, "apply_rules"): "rules",

@@ -8,12 +8,12 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from detector.engine import stats, stats_paired
 from detector.engine.alignment import aligned as aligned  # re-exported: bench/ imports it here
-from detector.engine.alignment import aligned_rows
 from detector.engine.approvals import approval_key
 from detector.engine.config import Suppression
 from detector.engine.pairing import SidePair, pair_sides
+from detector.engine.verdicts import below_min_delta as below_min_delta  # bench/ imports it here
+from detector.engine.verdicts import plan_only_timing, query_verdicts
 from detector.engine.windows import WindowSide, is_window, window_events, window_pairs, window_side
 from detector.errors import PlanshiftError
 from detector.model import (
@@ -21,7 +21,6 @@ from detector.model import (
     Finding,
     QueryComparison,
     TimingComparison,
-    Verdict,
 )
 from detector.model.bulk import builder
 from detector.store import Store, TargetRecord
@@ -175,26 +174,6 @@ def _compare(
     )
 
 
-def query_verdicts(
-    pairs: Sequence[SidePair], interleaved: bool, options: CompareOptions
-) -> list[TimingComparison | None]:
-    """Each pair's timing verdict after false discovery control; None without timings."""
-    timed = [i for i, p in enumerate(pairs) if p.baseline.durations_ms or p.candidate.durations_ms]
-    verdicts = stats.control_false_discoveries(
-        [
-            below_min_delta(pairs[i], verdict, options.min_delta_ms)
-            for i, verdict in zip(
-                timed, timing_verdicts([pairs[i] for i in timed], interleaved, options), strict=True
-            )
-        ],
-        options.alpha,
-    )
-    out: list[TimingComparison | None] = [None] * len(pairs)
-    for i, verdict in zip(timed, verdicts, strict=True):
-        out[i] = verdict
-    return out
-
-
 def compared(
     pairs: Sequence[SidePair],
     timings: Sequence[TimingComparison | None],
@@ -259,49 +238,6 @@ def is_interleaved(baseline: TargetRecord, candidate: TargetRecord) -> bool:
     )
 
 
-def timing_verdicts(
-    timed: Sequence[SidePair], interleaved: bool, options: CompareOptions
-) -> list[TimingComparison]:
-    """Paired statistics for the samples both interleaved sides have, two-sample statistics
-    otherwise (other runs, time windows, a side without timings)."""
-    floors = [options.noise_floors.get(p.label) for p in timed]
-    results: dict[int, TimingComparison] = {}
-    for members, base, cand in (aligned_rows(timed) if interleaved else {}).values():
-        positions = members.tolist()
-        results.update(
-            zip(
-                positions,
-                stats_paired.compare_paired_rows(
-                    base,
-                    cand,
-                    min_effect=options.min_effect,
-                    alpha=options.alpha,
-                    min_samples=options.min_samples,
-                    noise_floor=[floors[i] for i in positions],
-                ),
-                strict=True,
-            )
-        )
-    unpaired = [i for i in range(len(timed)) if i not in results]
-    results.update(
-        zip(
-            unpaired,
-            stats.compare_timings_batch(
-                [
-                    (timed[i].baseline.durations_ms, timed[i].candidate.durations_ms)
-                    for i in unpaired
-                ],
-                min_effect=options.min_effect,
-                alpha=options.alpha,
-                min_samples=options.min_samples,
-                noise_floor=[floors[i] for i in unpaired],
-            ),
-            strict=True,
-        )
-    )
-    return [results[i] for i in range(len(timed))]
-
-
 def conditions(target: TargetRecord) -> dict[str, Any]:
     """What a report shows of how a side was measured (absent keys were not recorded)."""
     info, settings = target.info, target.info.get("settings") or {}
@@ -346,38 +282,6 @@ def split_suppressed(
         else:
             suppressed.append((finding, reason))
     return kept, suppressed
-
-
-def below_min_delta(
-    pair: SidePair, timing: TimingComparison, min_delta_ms: float
-) -> TimingComparison:
-    """A significant change of a few microseconds is real but immaterial: inconclusive."""
-    base, cand = pair.baseline.timing, pair.candidate.timing
-    if timing.verdict not in (Verdict.REGRESSED, Verdict.IMPROVED) or base is None or cand is None:
-        return timing
-    delta = cand.median_ms - base.median_ms
-    if abs(delta) >= min_delta_ms:
-        return timing
-    reason = (
-        f"the median moved {abs(delta) * 1000:.1f} µs, below the {min_delta_ms * 1000:g} µs minimum"
-    )
-    return replace(timing, verdict=Verdict.INCONCLUSIVE, reason=reason)
-
-
-def plan_only_timing(
-    min_effect: float, reason: str = "plan-only: no timings (generic plan or plain EXPLAIN)"
-) -> TimingComparison:
-    """Plans captured without execution (EXPLAIN (GENERIC_PLAN), logs without timings)."""
-    return TimingComparison(
-        verdict=Verdict.INCONCLUSIVE,
-        ratio=None,
-        ci_low=None,
-        ci_high=None,
-        p_value=None,
-        min_effect=min_effect,
-        noise_floor=None,
-        reason=reason,
-    )
 
 
 def settings_diff(
