@@ -1,14 +1,14 @@
 """planshift's sessions on a server: how a workload statement is sent so it cannot escape.
 
-Every workload statement goes through `executions` (`one_statement` for one): libpq's pipeline mode sends it with the
-extended query protocol, which refuses several commands in one string, so `SELECT 1; COMMIT;
-DELETE ...` is an error instead of a commit. A measured execution is one pipeline with one
-Sync: BEGIN, the side's settings by `set_config(name, value, true)`, the statement, the release
-of any session-level advisory lock it took, ROLLBACK (all but the statement prepared once per
-session). If the wait for its results is interrupted, the session is closed: the server then
-rolls back and releases everything. After each query, `reset_session` checks that nothing
-survived the rollback (a session-level setting) and clears what may have (prepared statements,
-temporary state) with DISCARD ALL.
+Every workload statement goes through `executions` (`one_statement` for one): libpq's pipeline
+mode sends it with the extended query protocol, which refuses several commands in one string,
+so `SELECT 1; COMMIT; DELETE ...` is an error instead of a commit. A measured execution is one
+pipeline with one Sync: BEGIN, the side's settings by `set_config(name, value, true)`, the
+statement, the release of any session-level advisory lock it took, ROLLBACK (all but the
+statement prepared once per session). If the wait for its results is interrupted, the session
+is closed: the server then rolls back and releases everything. After each query,
+`reset_session` checks that nothing survived the rollback (a session-level setting) and clears
+what may have (prepared statements, temporary state) with DISCARD ALL.
 """
 
 from __future__ import annotations
@@ -88,9 +88,10 @@ def executions(
 ) -> list[tuple[Any, float]]:
     """Each execution of `batch` in its own rolled-back transaction, in order, on one session:
     what `one_statement` returns for each. Execution k+1 is sent before the results of k are
-    read, so the client's work overlaps the server's; the server still runs them one at a time.
-    The client ms of an execution is the wait from its send to its result (which, but for the
-    first, includes the end of the execution before it). The first failure raises ExecutionFailed once everything sent is rolled back.
+    read, so the server finds it queued instead of waiting a round trip; it still runs them one
+    at a time. The client ms of an execution is the wait from its send to its result (which,
+    but for the first, includes the end of the execution before it). The first failure raises
+    ExecutionFailed once everything sent is rolled back.
 
     Each execution is five statements with one Sync: BEGIN, the settings, the statement, the
     release of session-level advisory locks, ROLLBACK. All but the statement are prepared once
