@@ -74,11 +74,24 @@ def child_ingest(store: str, log: str, workers: int) -> None:
                 "wall_s": wall,
                 "plans": sum(r.plans for r in reports),
                 "problems": sum(r.problem_count for r in reports),
-                "rss_mb": usage.ru_maxrss / 1024,
+                "rss_mb": peak_rss_mb(usage.ru_maxrss / 1024),
                 "cpu_s": usage.ru_utime + usage.ru_stime + descendants_cpu(),
             }
         )
     )
+
+
+def peak_rss_mb(fallback: float) -> float:
+    """This process's peak RSS since it started its program (VmHWM). Not ru_maxrss: exec
+    records in it the peak of the image it replaced, and after a vfork (subprocess) that is
+    the launching process's peak."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return fallback
 
 
 def descendants_cpu() -> float:

@@ -105,7 +105,8 @@ class QueryIdentity:
 
     @cached_property
     def literals_json(self) -> str:
-        return json.dumps(list(self.literals))
+        """json.dumps(list(self.literals)), built directly (once per new text)."""
+        return "[" + ", ".join(map(_json_string, self.literals)) + "]"
 
 
 def explain_only(text: str) -> bool:
