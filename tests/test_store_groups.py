@@ -49,7 +49,9 @@ def test_numpy_order_is_duckdbs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
     with Store(path, read_only=True) as store:
         with monkeypatch.context() as patched:  # DuckDB's sort is not asked
             groups, _, hashed_sql = store_groups._OF_TARGETS
-            patched.setattr(store_groups, "_OF_TARGETS", (groups, "SELECT no_such_column", hashed_sql))
+            patched.setattr(
+                store_groups, "_OF_TARGETS", (groups, "SELECT no_such_column", hashed_sql)
+            )
             hashed = store.grouped_samples(targets)
             only = store.grouped_samples(targets, ["q1"])
         monkeypatch.setattr(store_groups, "_group_order", lambda *_: None)
@@ -58,3 +60,31 @@ def test_numpy_order_is_duckdbs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
         empty = store.grouped_samples(targets, ["nothing"])
     assert len(hashed.fingerprints) > 6 and not hashed.duration_known.all()
     assert set(only.query_keys) == {"q1"} and empty.sizes.size == 0
+
+
+def test_groups_of_one_size_are_moved_as_blocks(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "s.duckdb"
+    rng = np.random.default_rng(5)
+    with Store(path) as store:
+        targets = new_run(store, names=("pg15/a", "pg15/b"))
+        batch = []
+        for target in targets:
+            for k in range(5):
+                for sample in rng.permutation(6).tolist():  # one plan shape per side
+                    row = observation(target, NAMES[k % len(NAMES)], sample)
+                    row = replace(row, query_key=f"q{k}", duration_ms=float(rng.random()))
+                    if sample == 2:
+                        row = replace(row, planning_ms=None, duration_ms=None)
+                    batch.append(row)
+        store.add_observations(batch)
+    moved: list[int] = []
+    blocks = store_groups._blocks
+    monkeypatch.setattr(store_groups, "_blocks", lambda *a: moved.append(a[2]) or blocks(*a))
+    with Store(path, read_only=True) as store:
+        fast = store.grouped_samples(targets)
+        monkeypatch.setattr(store_groups, "_group_order", lambda *_: None)
+        same(fast, store.grouped_samples(targets))
+    assert moved == [6] * 5 and set(fast.sizes.tolist()) == {6}
+    assert not fast.duration_known.all()

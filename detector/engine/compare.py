@@ -154,6 +154,7 @@ def _compare(
         options,
         attributions_for(baseline, candidate),
     )
+    del pairs  # a million pairs freed for the findings to reuse
     findings = apply_rules(comparisons, options)
     kept, suppressed = split_suppressed(findings, options.suppressions)
     return ComparisonResult(

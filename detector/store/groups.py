@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from detector.model.samples import rows_at
 from detector.store.reads import StoreBase
 
 Ints = npt.NDArray[np.int64]
@@ -113,9 +114,10 @@ def _starts(sizes: Ints) -> Ints:
 def _group_order(
     group_hashes: npt.NDArray[np.uint64], sizes: Ints, row_hashes: npt.NDArray[np.uint64]
 ) -> Ints | None:
-    """The order that puts rows sorted by (hash of the group key, sample index) in key order:
-    each group is a block of rows, DuckDB sorts two numbers faster than the key's strings and
-    numpy moves the blocks. None when two groups share a hash (then DuckDB sorts the keys)."""
+    """Where each group (in key order) starts among the rows sorted by (hash of the group key,
+    sample index): each group is a block of rows, DuckDB sorts two numbers faster than the
+    key's strings and numpy moves the blocks. None when two groups share a hash (then DuckDB
+    sorts the keys)."""
     by_hash = np.argsort(group_hashes, kind="stable")
     ordered = group_hashes[by_hash]
     if (ordered[1:] == ordered[:-1]).any() or int(sizes.sum()) != len(row_hashes):
@@ -130,15 +132,28 @@ def _group_order(
         or not np.array_equal(row_hashes[start + sizes - 1], group_hashes)
     ):
         return None
-    return np.repeat(start - _starts(sizes), sizes) + np.arange(len(row_hashes))
+    return start
 
 
-def _take(columns: dict[str, Any], order: Ints) -> list[Any]:
-    """The five number columns (masked where NULL) in this order, each original dropped as
-    soon as it is reordered (20 million rows: one extra column at a time, not five)."""
+def _take(columns: dict[str, Any], start: Ints, sizes: Ints) -> list[Any]:
+    """The five number columns (masked where NULL) with the blocks of rows starting at `start`
+    one after the other, each original dropped as soon as it is reordered (20 million rows:
+    one extra column at a time, not five). Blocks of one size are copied as rows."""
     names = list(columns)
     columns.pop(names[5])
+    size = int(sizes[0]) if len(sizes) else 0
+    if size and (sizes == size).all():
+        return [_blocks(columns.pop(name), start, size) for name in names[:5]]
+    order = np.repeat(start - _starts(sizes), sizes) + np.arange(int(sizes.sum()))
     return [columns.pop(name)[order] for name in names[:5]]
+
+
+def _blocks(values: Any, start: Ints, size: int) -> Any:
+    """values[s:s + size] for each s in `start`, end to end (a masked array stays masked)."""
+    if np.ma.isMaskedArray(values):
+        data = rows_at(np.ma.getdata(values), start, size).reshape(-1)
+        return np.ma.MaskedArray(data, rows_at(np.ma.getmaskarray(values), start, size).ravel())
+    return rows_at(values, start, size).reshape(-1)
 
 
 class StoreGroupsMixin(StoreBase):
@@ -166,13 +181,15 @@ class StoreGroupsMixin(StoreBase):
             columns = self._con.execute(hashed_sql, parameters).fetchnumpy()
             keys, points, targets, fingerprints = (column.tolist() for column in groups[:4])
             sizes, numbers, hashes = (np.asarray(column) for column in groups[4:])
-            order = _group_order(
+            start = _group_order(
                 hashes.astype(np.uint64), sizes.astype(np.int64), columns["key_hash"]
             )
-            if order is None:  # two groups with one hash: DuckDB sorts (slower, more memory)
+            if start is None:  # two groups with one hash: DuckDB sorts (slower, more memory)
                 columns = self._con.execute(samples_sql, parameters).fetchnumpy()
         durations, planning, cost, blocks, sample_indices = (
-            list(columns.values())[:5] if order is None else _take(columns, order)
+            list(columns.values())[:5]
+            if start is None
+            else _take(columns, start, sizes.astype(np.int64))
         )
         shared: dict[str, str] = {}  # one str per distinct key and fingerprint, not per group
         return GroupedSamples(
