@@ -15,7 +15,9 @@ On EXACTLY the same file per size, in one run, each in a fresh process: planshif
 its default parallelism (workers on every core) and with --workers 0; pgBadger -j 1 and -j 2
 (`-f stderr`, the log's prefix, HTML to a temp file). Printed: MB/s and plans/s (medians of
 --repeat runs), planshift's ratio to pgBadger -j 2, peak RSS of the ingest process at each size
-(flat memory: about the same at both), CPU seconds (workers included), the load average.
+(flat memory: about the same at both), CPU seconds (workers included; pgBadger's with its -j
+children) and MB per CPU-second, which depends less on what else runs on the machine than MB/s,
+and the load average.
 """
 
 from __future__ import annotations
@@ -100,12 +102,20 @@ def main() -> None:
                 break
             badger = figures[f"pgbadger_j{jobs}"] = median_of(runs)
             print(
-                f"{size} MB  pgBadger -j {jobs}: {badger['mb_s']:.1f} MB/s (runs {badger['runs']}), {load()}"
+                f"{size} MB  pgBadger -j {jobs}: {badger['mb_s']:.1f} MB/s (runs {badger['runs']}), "
+                f"CPU {badger['cpu_s']:.1f} s, {load()}"
             )
         if "pgbadger_j2" in figures:
             ratio = figures["planshift"]["mb_s"] / figures["pgbadger_j2"]["mb_s"]
             figures["ratio_j2"] = ratio
-            print(f"{size} MB  planshift / pgBadger -j 2 on the same file: {ratio:.1f}x")
+            best = max(figures["planshift"]["mb_s"], figures["planshift_w0"]["mb_s"])
+            per_cpu = [size / figures[k]["cpu_s"] for k in ("planshift", "pgbadger_j2")]
+            figures["ratio_cpu_j2"] = per_cpu[0] / per_cpu[1]
+            print(
+                f"{size} MB  planshift / pgBadger -j 2 on the same file: {ratio:.1f}x "
+                f"(best planshift mode {best / figures['pgbadger_j2']['mb_s']:.1f}x); per "
+                f"CPU-second {per_cpu[0]:.0f} vs {per_cpu[1]:.1f} MB ({per_cpu[0] / per_cpu[1]:.1f}x)"
+            )
         results[str(size)] = figures
     rss = [results[str(s)]["planshift"]["rss_mb"] for s in args.sizes]
     print(
