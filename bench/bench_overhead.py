@@ -20,16 +20,14 @@ Figures are printed, never asserted; `os.getloadavg()` is printed beside them.
    join. With --demo (default) the same table
    for the demo workload's point_select, sum_range and simple_range, variants current/proposed,
    on a cluster of its own with the demo target's settings (shared_buffers = 16MB).
-2. Executions per second of one measured point-query EXPLAIN: planshift's runner (`executions`:
-   a sample's four executions, two sides primed, each sent while the server runs the one before),
-   `one_statement` alone (one libpq pipeline: BEGIN, set_config, EXPLAIN, advisory unlock,
-   ROLLBACK, all but the EXPLAIN prepared once per session), the five statements pipelined
-   unprepared through psycopg's cursors, the old four round trips (BEGIN; SELECT set_config(...);
-   EXPLAIN; ROLLBACK), the bare EXPLAIN on the same psycopg connection (a reference: psycopg's
-   own cost), `pgbench -n -c 1 -j 1 -T SECONDS` running the same EXPLAIN (the target: 80% of
-   it), and pgbench sending the five statements in one pipeline (\\startpipeline, -M extended:
-   what the protocol costs unprepared, without Python); `--rounds` rounds, interleaved, medians
-   printed.
+2. Executions per second of one measured point-query EXPLAIN: planshift's `one_statement` (one
+   libpq pipeline: BEGIN, set_config, EXPLAIN, advisory unlock, ROLLBACK, all but the EXPLAIN
+   prepared once per session), the five statements pipelined unprepared through psycopg's
+   cursors, the old four round trips (BEGIN; SELECT set_config(...); EXPLAIN; ROLLBACK), the
+   bare EXPLAIN on the same psycopg connection (a reference: psycopg's own cost), `pgbench -n -c
+   1 -j 1 -T SECONDS` running the same EXPLAIN, and pgbench sending the five statements in one
+   pipeline (\\startpipeline, -M extended: what the protocol costs unprepared, without Python);
+   `--rounds` rounds, interleaved, medians printed.
 """
 
 from __future__ import annotations
@@ -55,7 +53,7 @@ from collectors.runner import RunOptions, query_key, run_workload  # noqa: E402
 from collectors.servers.embedded import EmbeddedCluster  # noqa: E402
 from collectors.servers.installations import Installation, find_installation  # noqa: E402
 from collectors.servers.targets import Server  # noqa: E402
-from collectors.session import connect, executions, one_statement  # noqa: E402
+from collectors.session import connect, one_statement  # noqa: E402
 from detector.jobs.workload import load_workload  # noqa: E402
 from detector.model import signature  # noqa: E402
 from detector.model.workload import Workload  # noqa: E402
@@ -76,7 +74,6 @@ POINT_EXPLAIN = (
     "SELECT abalance FROM pgbench_accounts WHERE aid = "
 )
 POINT_GUCS = {"statement_timeout": "60s", "random_page_cost": "4"}
-BATCH = 4  # a sample of two sides with priming: the runner's usual batch
 DEMO_QUERIES = ("point_select", "sum_range", "simple_range")
 
 
@@ -180,15 +177,14 @@ def print_modes(
             )
 
 
-def rate_loop(seconds: float, one: Callable[[int], object], rows: int, each: int = 1) -> float:
-    """Executions per second of `one`, which runs `each` executions per call."""
+def rate_loop(seconds: float, one: Callable[[int], object], rows: int) -> float:
     rng = random.Random(7)
     count = 0
     deadline = time.perf_counter() + seconds
     started = time.perf_counter()
     while time.perf_counter() < deadline:
         one(rng.randint(1, rows))
-        count += each
+        count += 1
     return count / (time.perf_counter() - started)
 
 
@@ -214,10 +210,6 @@ def measure_rates(
 
     def planshift(conn: Any) -> Callable[[int], object]:
         return lambda aid: one_statement(conn, f"{POINT_EXPLAIN}{aid}", None, POINT_GUCS)
-
-    def batch(conn: Any) -> Callable[[int], object]:
-        # what the runner sends for one sample of two sides, primed: 4 executions, one ahead
-        return lambda aid: executions(conn, [(f"{POINT_EXPLAIN}{aid}", None, POINT_GUCS)] * BATCH)
 
     def cursors(conn: Any) -> Callable[[int], None]:
         def one(aid: int) -> None:  # the same five statements through psycopg's cursors
@@ -254,17 +246,11 @@ def measure_rates(
         return float(match.group(1))
 
     rates: dict[str, list[float]] = {}
-    loops = {
-        "batch": (batch, BATCH),
-        "planshift": (planshift, 1),
-        "cursors": (cursors, 1),
-        "four_trips": (four_trips, 1),
-        "bare": (bare, 1),
-    }
+    loops = {"planshift": planshift, "cursors": cursors, "four_trips": four_trips, "bare": bare}
     for _ in range(rounds):
-        for name, (make, each) in loops.items():
+        for name, make in loops.items():
             with connect(server) as conn:
-                rates.setdefault(name, []).append(rate_loop(seconds, make(conn), rows, each))
+                rates.setdefault(name, []).append(rate_loop(seconds, make(conn), rows))
         rates.setdefault("pgbench", []).append(run_pgbench(script, "simple"))
         rates.setdefault("pgbench_pipeline", []).append(run_pgbench(pipelined, "extended"))
         rates.setdefault("load", []).append(os.getloadavg()[0])
@@ -273,8 +259,7 @@ def measure_rates(
 
 def print_rates(rates: dict[str, list[float]], seconds: float) -> None:
     labels = {
-        "batch": "planshift's runner: a sample's 4 executions, each sent ahead",
-        "planshift": "planshift one_statement (1 execution, 5 statements, 4 prepared)",
+        "planshift": "planshift one_statement (5 statements, 4 prepared, 1 round trip)",
         "cursors": "5 statements pipelined through psycopg cursors, none prepared",
         "four_trips": "old way: BEGIN; set_config; EXPLAIN; ROLLBACK (4 trips)",
         "bare": "bare EXPLAIN on psycopg (reference, no transaction)",

@@ -8,14 +8,13 @@ import json
 import random
 from collections.abc import Callable, Iterator, Sequence
 from datetime import UTC, datetime
-from itertools import groupby
 from typing import Any
 
 import psycopg
 
 from collectors.attribution import PLAN_ONLY
 from collectors.generic_plans import generic_plan
-from collectors.session import ExecutionFailed, executions, one_statement
+from collectors.session import one_statement
 from collectors.sides import RunOptions, Side, rotated
 from detector.errors import PlanshiftError
 from detector.model import Observation, parse_plan
@@ -84,49 +83,25 @@ def run_steps(
 ) -> Iterator[tuple[bool, Side, tuple[str, float | None, float]]]:
     """Each step's (EXPLAIN JSON, duration ms, client ms), in order, in the workload's timing
     mode: the server's Execution Time under EXPLAIN ANALYZE, or in "plain" mode the round trip
-    of the bare statement (its plan from an EXPLAIN ANALYZE, TIMING OFF run just before).
-
-    Consecutive steps on one session are sent as one batch (`session.executions`: the next is
-    sent while the server runs the current one) except in plain mode, whose timing is the
-    round trip, and for cold caches, evicted before each measured execution."""
+    of the bare statement (its plan from an EXPLAIN ANALYZE, TIMING OFF run just before). Cold
+    steps evict the plan's relations first."""
     # a query without placeholders is sent as written: `LIKE 'PROMO%'` keeps its `%`
     bound = params if query.placeholders else None
     explain = EXPLAIN.get(timing, EXPLAIN["off"])
-    if timing == "plain" or cold:
-        groups = [[step] for step in steps]
-    else:
-        groups = [list(group) for _, group in groupby(steps, key=lambda s: id(s[1].connection))]
-    for group in groups:
-        connection = group[0][1].connection
-        for recorded, side in group:
-            if recorded and cold and side.eviction is not None:
-                side.eviction.evict(connection, _relations(side, query, params, timeout))
+    for recorded, side in steps:
+        if recorded and cold and side.eviction is not None:
+            side.eviction.evict(side.connection, _relations(side, query, params, timeout))
+        gucs = _gucs(side, timeout)
         try:
-            results = executions(
-                connection,
-                [(explain + query.sql, bound, _gucs(side, timeout)) for _, side in group],
-            )
-            plain = [
-                executions(connection, [(query.sql, bound, _gucs(side, timeout))], False)[0][1]
-                if timing == "plain"
-                else None
-                for _, side in group
-            ]
-        except (ExecutionFailed, psycopg.Error) as exc:
-            failed = exc.error if isinstance(exc, ExecutionFailed) else exc
-            side = group[exc.position if isinstance(exc, ExecutionFailed) else 0][1]
+            plan_json, client_ms = one_statement(side.connection, explain + query.sql, bound, gucs)
+            if timing == "plain":
+                _, client_ms = one_statement(side.connection, query.sql, bound, gucs, False)
+        except psycopg.Error as exc:
             raise PlanshiftError(
-                f"query {query.name} failed on {side.name}: {str(failed).strip()}",
+                f"query {query.name} failed on {side.name}: {str(exc).strip()}",
                 f"parameters: {json.dumps(params, default=str)}",
-            ) from failed
-        for (recorded, side), (plan_json, client_ms), plain_ms in zip(
-            group, results, plain, strict=True
-        ):
-            yield (
-                recorded,
-                side,
-                (str(plan_json), plain_ms, client_ms if plain_ms is None else plain_ms),
-            )
+            ) from exc
+        yield recorded, side, (str(plan_json), client_ms if timing == "plain" else None, client_ms)
 
 
 def _gucs(side: Side, timeout: str) -> dict[str, str]:

@@ -1,8 +1,8 @@
 """planshift's sessions on a server: how a workload statement is sent so it cannot escape.
 
-Every workload statement goes through `executions` (`one_statement` for one): libpq's pipeline
-mode sends it with the extended query protocol, which refuses several commands in one string,
-so `SELECT 1; COMMIT; DELETE ...` is an error instead of a commit. A measured execution is one
+Every workload statement goes through `one_statement`: libpq's pipeline mode sends it with the
+extended query protocol, which refuses several commands in one string, so `SELECT 1; COMMIT;
+DELETE ...` is an error instead of a commit. A measured execution is one
 pipeline with one Sync: BEGIN, the side's settings by `set_config(name, value, true)`, the
 statement, the release of any session-level advisory lock it took, ROLLBACK (all but the
 statement prepared once per session). If the wait for its results is interrupted, the session
@@ -16,7 +16,7 @@ from __future__ import annotations
 import select
 import time
 import weakref
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
 import psycopg
@@ -52,18 +52,6 @@ def connect(server: Server) -> psycopg.Connection[Any]:
     return conn
 
 
-Execution = tuple[str, Mapping[str, Any] | None, Mapping[str, str] | None]  # sql, params, gucs
-
-
-class ExecutionFailed(Exception):
-    """The `position`-th execution of a batch failed with `error` (the server's)."""
-
-    def __init__(self, position: int, error: psycopg.Error) -> None:
-        super().__init__(str(error))
-        self.position = position
-        self.error = error
-
-
 def one_statement(
     conn: psycopg.Connection[Any],
     sql: str,
@@ -76,35 +64,36 @@ def one_statement(
 
     `params` None sends the SQL as written (a literal `%` stays a `%`); with a mapping, psycopg
     merges `%(name)s` values client-side, as literals, so the planner sees what a client's query
-    text would show it."""
-    try:
-        return executions(conn, [(sql, params, gucs)], first_value)[0]
-    except ExecutionFailed as failed:
-        raise failed.error from None
+    text would show it.
 
-
-def executions(
-    conn: psycopg.Connection[Any], batch: Sequence[Execution], first_value: bool = True
-) -> list[tuple[Any, float]]:
-    """Each execution of `batch` in its own rolled-back transaction, in order, on one session:
-    what `one_statement` returns for each. Execution k+1 is sent before the results of k are
-    read, so the server finds it queued instead of waiting a round trip; it still runs them one
-    at a time. The client ms of an execution is the wait from its send to its result (which,
-    but for the first, includes the end of the execution before it). The first failure raises
-    ExecutionFailed once everything sent is rolled back.
-
-    Each execution is five statements with one Sync: BEGIN, the settings, the statement, the
-    release of session-level advisory locks, ROLLBACK. All but the statement are prepared once
-    per session (parsing them each time cost a third of the executions per second; a C client
-    sending them unprepared reaches half of pgbench's rate for the bare EXPLAIN)."""
+    Five statements, one Sync, one round trip: BEGIN, the settings, the statement, the release of
+    session-level advisory locks, ROLLBACK. All but the statement are prepared once per session
+    (parsing them each time cost a third of the executions per second). Executions are not
+    pipelined one after another: sent while the previous one ran, the backend never waits
+    between them and, on a loaded machine, was descheduled mid-execution in 14% of A/A pairs
+    instead of 10.5% (bench_detection, alternating both ways), for 8% more executions per second
+    in the bench's runs."""
+    text = sql if params is None else ClientCursor(conn).mogrify(sql, params)
     encoding = conn.info.encoding
-    texts = [
-        (sql if params is None else ClientCursor(conn).mogrify(sql, params), gucs)
-        for sql, params, gucs in batch
-    ]
     with conn.lock:
-        statements = [_statements(conn, text, gucs, encoding) for text, gucs in texts]
-        return _run(conn, statements, first_value, encoding)
+        statements = _statements(conn, text, gucs, encoding)
+        started = time.perf_counter()
+        results = _pipeline(conn, statements)
+        elapsed_ms = (time.perf_counter() - started) * 1000.0
+        failed = next((r for r in results if r.status == pq.ExecStatus.FATAL_ERROR), None)
+        if failed is not None:
+            # the error skipped the rest of the pipeline: the transaction is open and failed
+            if conn.pgconn.transaction_status != pq.TransactionStatus.IDLE:
+                _control(conn, b"ROLLBACK")
+            _control(conn, b"SELECT pg_advisory_unlock_all()")
+            raise error_from_result(failed, encoding)
+    statement = results[MEASURED]
+    if not first_value:
+        return statement.ntuples, elapsed_ms
+    if statement.ntuples == 0 or statement.nfields == 0:
+        raise PlanshiftError("the statement returned no row", f"statement: {sql[:200]}")
+    value = statement.get_value(0, 0)
+    return (None if value is None else value.decode(encoding)), elapsed_ms
 
 
 def _statements(
@@ -152,45 +141,39 @@ def _prepared(conn: psycopg.Connection[Any], settings: int) -> bytes:
     return setter
 
 
-def _run(
-    conn: psycopg.Connection[Any],
-    batch: list[list[tuple[bytes, list[bytes] | None, bool]]],
-    first_value: bool,
-    encoding: str,
-) -> list[tuple[Any, float]]:
+def _pipeline(
+    conn: psycopg.Connection[Any], statements: list[tuple[bytes, list[bytes] | None, bool]]
+) -> list[pq.abc.PGresult]:
+    """Each statement's result, sent in one pipeline (extended protocol: one command per
+    statement) with one Sync. Anything going wrong mid-way (a signal) closes the session,
+    which rolls back its transaction and releases its locks."""
     pg = conn.pgconn
-    outcomes: list[tuple[pq.abc.PGresult, float]] = []
-    failure: ExecutionFailed | None = None
     pg.enter_pipeline_mode()
     try:
-        sent = [time.perf_counter()]
-        _send(pg, batch[0])
-        for position in range(len(batch)):
-            if position + 1 < len(batch):
-                sent.append(time.perf_counter())
-                _send(pg, batch[position + 1])
-            results = _results(pg)
-            elapsed_ms = (time.perf_counter() - sent[position]) * 1000.0
-            failed = next((r for r in results if r.status == pq.ExecStatus.FATAL_ERROR), None)
-            if failed is not None:
-                failure = failure or ExecutionFailed(position, error_from_result(failed, encoding))
-            elif failure is None:
-                outcomes.append((results[MEASURED], elapsed_ms))
+        for query, values, prepared in statements:
+            if prepared:
+                pg.send_query_prepared(query, values)
+            else:
+                pg.send_query_params(query, values)
+        pg.pipeline_sync()
+        while pg.flush():
+            select.select([], [pg.socket], [])
+        results: list[pq.abc.PGresult] = []
+        while True:
+            while pg.is_busy():
+                select.select([pg.socket], [], [])
+                pg.consume_input()
+            result = pg.get_result()
+            if result is None:
+                continue
+            if result.status == pq.ExecStatus.PIPELINE_SYNC:
+                break
+            results.append(result)
         pg.exit_pipeline_mode()
     except BaseException:
-        conn.close()  # the server rolls back and releases everything
+        conn.close()
         raise
-    if failure is not None:
-        # the error skipped the rest of its execution: the transaction is open and failed
-        if pg.transaction_status != pq.TransactionStatus.IDLE:
-            _control(conn, b"ROLLBACK")
-        _control(conn, b"SELECT pg_advisory_unlock_all()")
-        raise failure
-    texts = [statements[MEASURED][0].decode(encoding) for statements in batch]
-    return [
-        (_value(result, first_value, text, encoding), ms)
-        for (result, ms), text in zip(outcomes, texts, strict=True)
-    ]
+    return results
 
 
 def _control(conn: psycopg.Connection[Any], sql: bytes) -> None:
@@ -198,43 +181,6 @@ def _control(conn: psycopg.Connection[Any], sql: bytes) -> None:
     result = conn.pgconn.exec_(sql)
     if result.status not in (pq.ExecStatus.COMMAND_OK, pq.ExecStatus.TUPLES_OK):
         raise error_from_result(result, conn.info.encoding)
-
-
-def _send(pg: pq.abc.PGconn, statements: list[tuple[bytes, list[bytes] | None, bool]]) -> None:
-    for query, values, prepared in statements:
-        if prepared:
-            pg.send_query_prepared(query, values)
-        else:
-            pg.send_query_params(query, values)
-    pg.pipeline_sync()
-    while pg.flush():  # while the server's results come back unread, libpq buffers them
-        readable, _, _ = select.select([pg.socket], [pg.socket], [])
-        if readable:
-            pg.consume_input()
-
-
-def _results(pg: pq.abc.PGconn) -> list[pq.abc.PGresult]:
-    """The results of one execution, up to its Sync."""
-    results: list[pq.abc.PGresult] = []
-    while True:
-        while pg.is_busy():
-            select.select([pg.socket], [], [])
-            pg.consume_input()
-        result = pg.get_result()
-        if result is None:
-            continue
-        if result.status == pq.ExecStatus.PIPELINE_SYNC:
-            return results
-        results.append(result)
-
-
-def _value(statement: pq.abc.PGresult, first_value: bool, text: str, encoding: str) -> Any:
-    if not first_value:
-        return statement.ntuples
-    if statement.ntuples == 0 or statement.nfields == 0:
-        raise PlanshiftError("the statement returned no row", f"statement: {text[:200]}")
-    value = statement.get_value(0, 0)
-    return None if value is None else value.decode(encoding)
 
 
 def reset_session(conn: psycopg.Connection[Any], where: str) -> None:
