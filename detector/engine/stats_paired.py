@@ -35,6 +35,7 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 from collections.abc import Sequence
+from itertools import repeat
 
 import numpy as np
 from scipy import stats as sps
@@ -188,40 +189,42 @@ def _decide_rows(rows: Floats, floors: list[float | None], opts: Options) -> lis
             for i in range(count)
         ]
     effects, lows, highs, ps, counts = _test(rows)
-    plain = _plainly_unchanged(effects, lows, highs, ps, floors, opts).tolist()
-    unchanged = unchanged_reason(opts.min_effect)
+    plain = _plainly_unchanged(effects, lows, highs, ps, floors, opts)
     effect, low, high, p = effects.tolist(), lows.tolist(), highs.tolist(), ps.tolist()
-    counted: list[int] = counts.tolist()
-    out = []
-    for i in range(count):
-        if counted[i] < opts.min_samples:  # a verdict would rest on a handful of pairs
-            verdict = Verdict.INCONCLUSIVE
-            reason = (
-                f"only {counted[i]} of {n} pairs agree (the others are over {SCALE_C:g} MADs "
+    # most rows are plainly unchanged: filled in as columns, the others decided one by one
+    verdicts = [Verdict.UNCHANGED] * count
+    reasons = [unchanged_reason(opts.min_effect)] * count
+    decide_at: list[int | None] = [None] * count
+    for i in np.flatnonzero((counts < opts.min_samples) | ~plain).tolist():
+        counted = int(counts[i])
+        if counted < opts.min_samples:  # a verdict would rest on a handful of pairs
+            verdicts[i] = Verdict.INCONCLUSIVE
+            reasons[i] = (
+                f"only {counted} of {n} pairs agree (the others are over {SCALE_C:g} MADs "
                 f"away: descheduled executions?); fewer than {opts.min_samples} decide nothing"
             )
-            decide_at = max(n + 1, math.ceil(n * opts.min_samples / max(counted[i], 1)))
-        elif plain[i]:
-            verdict, reason, decide_at = Verdict.UNCHANGED, unchanged, None
+            decide_at[i] = max(n + 1, math.ceil(n * opts.min_samples / max(counted, 1)))
         else:
-            verdict, reason = decide(effect[i], low[i], high[i], p[i], opts, floors[i])
-            decide_at = samples_to_decide(verdict, effect[i], low[i], high[i], n, opts, floors[i])
-        out.append(
-            _new(
-                verdict,
-                effect[i],
-                low[i],
-                high[i],
-                p[i],
-                opts.min_effect,
-                floors[i],
-                reason,
-                True,
-                None,
-                decide_at,
+            verdicts[i], reasons[i] = decide(effect[i], low[i], high[i], p[i], opts, floors[i])
+            decide_at[i] = samples_to_decide(
+                verdicts[i], effect[i], low[i], high[i], n, opts, floors[i]
             )
+    return list(
+        map(
+            _new,
+            verdicts,
+            effect,
+            low,
+            high,
+            p,
+            repeat(opts.min_effect),
+            floors,
+            reasons,
+            repeat(True),
+            repeat(None),
+            decide_at,
         )
-    return out
+    )
 
 
 def _too_few(row: Floats, floor: float | None, opts: Options) -> TimingComparison:
