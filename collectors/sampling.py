@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 import random
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -55,53 +55,48 @@ def measure(
         # buffers and the next ones hit them; without it each side's timings mix both cases
         # (a cold trial is the opposite: it evicts them before each measured execution)
         passes = (False, True) if measured and workload.prime and not cold else (measured,)
-        steps = [(recorded, side) for recorded in passes for side in rotated(sides, index)]
-        for recorded, side, (plan_json, plain_ms, client_ms) in run_steps(
-            steps, query, params, options.statement_timeout, workload.timing, cold
-        ):
-            if progress is not None:
-                progress(f"{query.name} {point or ''}".strip(), 1)
-            if recorded:
-                observation = _observation(
-                    side, key, params, plan_json, client_ms, index - warmup, point, plain_ms
+        for recorded in passes:
+            for side in rotated(sides, index):
+                if recorded and cold and side.eviction is not None:
+                    side.eviction.evict(
+                        side.connection, _relations(side, query, params, options.statement_timeout)
+                    )
+                plan_json, plain_ms, client_ms = _execute(
+                    side, query, params, options.statement_timeout, workload.timing
                 )
-                side.check_settings(observation.plan, f"{query.name} {point or ''}".strip())
-                observations.append(observation)
+                if progress is not None:
+                    progress(f"{query.name} {point or ''}".strip(), 1)
+                if recorded:
+                    observation = _observation(
+                        side, key, params, plan_json, client_ms, index - warmup, point, plain_ms
+                    )
+                    side.check_settings(observation.plan, f"{query.name} {point or ''}".strip())
+                    observations.append(observation)
     return observations
 
 
-Step = tuple[bool, Side]  # (recorded, side) of one execution of a sample
-
-
-def run_steps(
-    steps: Sequence[Step],
-    query: Query,
-    params: dict[str, Any],
-    timeout: str,
-    timing: str,
-    cold: bool,
-) -> Iterator[tuple[bool, Side, tuple[str, float | None, float]]]:
-    """Each step's (EXPLAIN JSON, duration ms, client ms), in order, in the workload's timing
-    mode: the server's Execution Time under EXPLAIN ANALYZE, or in "plain" mode the round trip
-    of the bare statement (its plan from an EXPLAIN ANALYZE, TIMING OFF run just before). Cold
-    steps evict the plan's relations first."""
+def _execute(
+    side: Side, query: Query, params: dict[str, Any], timeout: str, timing: str
+) -> tuple[str, float | None, float]:
+    """(EXPLAIN JSON, duration ms, client ms) of one execution in the workload's timing mode:
+    the server's Execution Time under EXPLAIN ANALYZE, or in "plain" mode the round trip of
+    the bare statement (its plan from an EXPLAIN ANALYZE, TIMING OFF run just before)."""
     # a query without placeholders is sent as written: `LIKE 'PROMO%'` keeps its `%`
     bound = params if query.placeholders else None
-    explain = EXPLAIN.get(timing, EXPLAIN["off"])
-    for recorded, side in steps:
-        if recorded and cold and side.eviction is not None:
-            side.eviction.evict(side.connection, _relations(side, query, params, timeout))
-        gucs = _gucs(side, timeout)
-        try:
-            plan_json, client_ms = one_statement(side.connection, explain + query.sql, bound, gucs)
-            if timing == "plain":
-                _, client_ms = one_statement(side.connection, query.sql, bound, gucs, False)
-        except psycopg.Error as exc:
-            raise PlanshiftError(
-                f"query {query.name} failed on {side.name}: {str(exc).strip()}",
-                f"parameters: {json.dumps(params, default=str)}",
-            ) from exc
-        yield recorded, side, (str(plan_json), client_ms if timing == "plain" else None, client_ms)
+    gucs = _gucs(side, timeout)
+    try:
+        plan_json, client_ms = one_statement(
+            side.connection, EXPLAIN.get(timing, EXPLAIN["off"]) + query.sql, bound, gucs
+        )
+        if timing != "plain":
+            return str(plan_json), None, client_ms
+        _, plain_ms = one_statement(side.connection, query.sql, bound, gucs, first_value=False)
+    except psycopg.Error as exc:
+        raise PlanshiftError(
+            f"query {query.name} failed on {side.name}: {str(exc).strip()}",
+            f"parameters: {json.dumps(params, default=str)}",
+        ) from exc
+    return str(plan_json), plain_ms, plain_ms
 
 
 def _gucs(side: Side, timeout: str) -> dict[str, str]:
@@ -111,8 +106,9 @@ def _gucs(side: Side, timeout: str) -> dict[str, str]:
 def _relations(side: Side, query: Query, params: dict[str, Any], timeout: str) -> list[str]:
     """The relations the statement's plan for these parameters reads (EXPLAIN, not executed)."""
     bound = params if query.placeholders else None
-    gucs = {"statement_timeout": timeout, **side.gucs}
-    plan_json, _ = one_statement(side.connection, PLAN_ONLY + query.sql, bound, gucs)
+    plan_json, _ = one_statement(
+        side.connection, PLAN_ONLY + query.sql, bound, _gucs(side, timeout)
+    )
     plan = parse_plan(str(plan_json))
     return sorted(
         {
@@ -160,7 +156,7 @@ def _generic_observations(
     observations = []
     for side in sides:
         try:
-            gucs = {"statement_timeout": options.statement_timeout, **side.gucs}
+            gucs = _gucs(side, options.statement_timeout)
             version = int(side.server.info.get("server_version_num") or 0)
             plan_json = generic_plan(side.connection, query.sql, gucs, version)
         except psycopg.Error as exc:
