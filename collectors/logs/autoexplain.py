@@ -22,7 +22,6 @@ from typing import BinaryIO
 
 from collectors.logs.batches import BatchParser, ParsedBatch
 from collectors.logs.formats import BOM, Batch, Position, Problem, open_log, stream_error
-from collectors.logs.groups import grouped
 from collectors.logs.parallel import ChunkSpec, ParallelRead
 from collectors.logs.prefix import PrefixParser, TimeParser
 from collectors.logs.records import FORMATS, detect_format, format_of, make_reader
@@ -246,8 +245,7 @@ class LogIngest:
             self.options.anonymize,
         )
         boundary = format_of(log_format).boundary  # where the parallel read may cut
-        read = ParallelRead(stream, position, spec, boundary, workers, sequential)
-        yield from grouped(read.batches())
+        yield from ParallelRead(stream, position, spec, boundary, workers, sequential).batches()
 
     def _store_batch(
         self, file_id: int, path: Path, head: bytes, batch: Batch, parsed: ParsedBatch | None,

@@ -35,6 +35,7 @@ from typing import BinaryIO
 
 from collectors.logs.batches import BatchParser, ParsedBatch
 from collectors.logs.formats import BOM, MAX_ENTRY, Batch, Position, stream_error
+from collectors.logs.groups import grouped
 from collectors.logs.prefix import TimeParser
 from collectors.logs.records import make_reader
 from detector.errors import PlanshiftError
@@ -161,7 +162,11 @@ class ParallelRead:
         self.rest = b""  # the bytes after the last chunk
 
     def batches(self) -> Iterator[tuple[Batch, ParsedBatch | None]]:
-        """(batch, rows); rows are None for batches read sequentially (the caller parses)."""
+        """(batch, rows); rows are None for batches read sequentially (the caller parses).
+        Parsed chunks come GROUP_CHUNKS to a batch (`log_groups`)."""
+        return grouped(self._batches())
+
+    def _batches(self) -> Iterator[tuple[Batch, ParsedBatch | None]]:
         context = multiprocessing.get_context("forkserver")  # not fork: this process holds DuckDB
         context.set_forkserver_preload([__name__])  # workers start with just what they need
         pool = ProcessPoolExecutor(
