@@ -5,17 +5,24 @@ A ```text block preceded by one of these comments is output, not prose:
     <!-- output of the block above ... -->        the ```python block before it, run
     <!-- output of: planshift ARGS... -->          that command, run in the repository
 
+In a command, `@events` stands for a store made by ingesting a committed fixture log
+(FIXTURE_STORES), built once per run in a temporary directory.
+
 `python scripts/readme_outputs.py` rewrites README.md; `--check` exits 1 when it differs
 (tests/test_readme_outputs.py runs the check in `make test`).
 """
 
 from __future__ import annotations
 
+import atexit
 import os
 import re
 import shlex
+import shutil
 import subprocess
 import sys
+import tempfile
+from functools import cache
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -26,6 +33,8 @@ MARKED = re.compile(
     re.M | re.S,
 )
 PYTHON_BLOCK = re.compile(r"```python\n(.*?)^```", re.M | re.S)
+# a real PostgreSQL 17 log where ALTER SYSTEM SET random_page_cost and a reload flip a query
+FIXTURE_STORES = {"@events": ("tests/fixtures/logs/events/pg.log", "pg17")}
 
 
 def _environment() -> dict[str, str]:
@@ -42,11 +51,24 @@ def _run(argv: list[str]) -> str:
     return done.stdout
 
 
+@cache
+def fixture_store(name: str) -> str:
+    log, source = FIXTURE_STORES[name]
+    directory = tempfile.mkdtemp(prefix="readme-")
+    atexit.register(shutil.rmtree, directory, ignore_errors=True)
+    store = Path(directory) / f"{name[1:]}.duckdb"
+    _run(
+        [sys.executable, "-m", "detector", "ingest", log, "--store", str(store), "--source", source]
+    )
+    return str(store)
+
+
 def output_of(text: str, match: re.Match[str]) -> str:
     if match.group("command"):
         words = shlex.split(match.group("command"))
         if words[0] != "planshift":
             raise SystemExit(f"readme_outputs: only planshift commands run: {words[0]}")
+        words = [fixture_store(word) if word in FIXTURE_STORES else word for word in words]
         return _run([sys.executable, "-m", "detector", *words[1:]])
     blocks = list(PYTHON_BLOCK.finditer(text, 0, match.start()))
     if not blocks:
@@ -69,7 +91,9 @@ def main() -> int:
     fresh = refreshed(current)
     if "--check" in sys.argv[1:]:
         if fresh != current:
-            print("README outputs are stale: run `make readme` and review the diff", file=sys.stderr)
+            print(
+                "README outputs are stale: run `make readme` and review the diff", file=sys.stderr
+            )
             return 1
         return 0
     README.write_text(fresh)

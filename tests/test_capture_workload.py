@@ -178,7 +178,7 @@ def test_capture_writes_a_workload_that_replays_on_two_versions_with_weights(
     # where the plan does not show them (`bid * $1`), the statement's plan is its generic one
     expression = having("bid * $1")
     assert expression.generic_plan and expression.calls == 3
-    assert "missing parameters: 1 queries replay as generic plans" in output
+    assert "missing parameters for 1 query: replayed as generic plans" in output
     # what it could not capture, said
     assert "write      UPDATE pgbench_accounts" in output or "write      INSERT" in output
     assert "scratch, which the capture session cannot see" in output

@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 
 from detector.cli.common import out, user_errors
+from detector.model.units import counted
 
 
 def capture(
@@ -124,7 +125,8 @@ def capture(
             else "--log with auto_explain logs gives their values"
         )
         say(
-            f"missing parameters: {len(report.generic)} queries replay as generic plans "
+            f"missing parameters for {counted(len(report.generic), 'query', 'queries')}: "
+            "replayed as generic plans "
             f"(plans only, no timings): {why}"
         )
     if report.utility:

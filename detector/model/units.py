@@ -35,3 +35,8 @@ def fmt_version(num: int | None) -> str:
     if num >= 100000:
         return f"{num // 10000}.{num % 10000}"
     return f"{num // 10000}.{num // 100 % 100}.{num % 100}"
+
+
+def counted(count: int, noun: str, plural: str | None = None) -> str:
+    """`1 query`, `2 queries`: the count and its noun in the right number."""
+    return f"{count} {noun if count == 1 else plural or noun + 's'}"

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from detector.model import ComparisonResult, Finding, QueryComparison, Severity, Verdict
-from detector.model.units import fmt_version
+from detector.model.units import counted, fmt_version
 from detector.model.workload import TIMING_MODES
 
 
@@ -101,7 +101,8 @@ def method_lines(result: ComparisonResult) -> list[str]:
         )
     if tested:
         lines.append(
-            f"false discoveries controlled at {result.alpha:.0%} across {tested} queries "
+            f"false discoveries controlled at {result.alpha:.0%} across "
+            f"{counted(tested, 'query', 'queries')} "
             f"(Benjamini-Hochberg): about {result.alpha * decided:.2g} of the {decided} "
             "regressed/improved verdicts may be false alarms"
         )
@@ -202,7 +203,8 @@ def verdict_summary(result: ComparisonResult) -> str:
     counts = result.verdict_counts()
     parts = [f"{n} {verdict}" for verdict, n in counts.items() if n]
     changed = sum(q.plan_changed for q in result.queries)
-    text = f"{len(result.queries)} queries compared ({', '.join(parts) or 'none'})"
+    compared = counted(len(result.queries), "query", "queries")
+    text = f"{compared} compared ({', '.join(parts) or 'none'})"
     return text + f", {changed} plan change{'s' if changed != 1 else ''}"
 
 

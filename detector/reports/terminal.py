@@ -7,7 +7,7 @@ from rich.text import Text
 
 from detector.engine.census import comparison_switches
 from detector.model import ComparisonResult, QueryComparison, Severity, Side, Verdict
-from detector.model.units import fmt_ms, fmt_version
+from detector.model.units import counted, fmt_ms, fmt_version
 from detector.reports.common import (
     by_importance,
     condition_lines,
@@ -141,8 +141,12 @@ def render_terminal(result: ComparisonResult, console: Console, *, verbose: bool
     verdicts = ", ".join(f"{n} {v}" for v, n in counts.items() if n)
     worst = result.worst_severity()
     swept = any(q.point for q in result.queries)
-    what = "query x sweep point comparisons" if swept else "queries compared"
+    compared = (
+        counted(len(result.queries), "query x sweep point comparison")
+        if swept
+        else counted(len(result.queries), "query", "queries") + " compared"
+    )
     console.print(
-        f"\n{len(result.queries)} {what} ({verdicts or 'none'}); "
-        f"{len(result.findings)} findings" + (f", worst: {worst}" if worst else "")
+        f"\n{compared} ({verdicts or 'none'}); "
+        f"{counted(len(result.findings), 'finding')}" + (f", worst: {worst}" if worst else "")
     )
