@@ -16,7 +16,7 @@ from collectors.servers.targets import (
     redact_conninfo,
     resolve_target_specs,
 )
-from collectors.session import connect, one_statement
+from collectors.session import connect, one_statement, reset_session
 from detector.errors import PlanshiftError
 from detector.jobs.workload import load_workload
 from detector.store import Store
@@ -217,8 +217,8 @@ sweep = { param = "n", values = [5, 50] }
 def test_rotation_gives_every_variant_the_first_turn_on_its_server() -> None:
     from collections import Counter
 
-    from collectors.sides import Side, rotated
     from collectors.servers.targets import Server
+    from collectors.sides import Side, rotated
 
     servers = [Server("pg15", "", "embedded"), Server("pg18", "", "embedded")]
     sides = [
@@ -270,3 +270,34 @@ def test_one_statement_raises_the_servers_error_and_leaves_nothing_behind(
         with pytest.raises(psycopg.errors.SyntaxError):
             one_statement(conn, "SELECT 1; DELETE FROM t")
         assert other.execute("SELECT count(*) FROM t").fetchone() == (1000,)
+
+
+def test_control_statements_are_prepared_once_per_session(
+    pg17: EmbeddedCluster, fresh_db: FreshDb
+) -> None:
+    """BEGIN, the setter, the unlock and ROLLBACK are named prepared statements: parsed once
+    per session, gone after reset_session's DISCARD ALL, prepared again on the next execution;
+    the workload statement itself is never prepared."""
+    server = Server(name="pg17", conninfo=fresh_db(pg17), source="embedded")
+    prepared = "SELECT name, statement FROM pg_prepared_statements ORDER BY name"
+    with connect(server) as conn:
+        for value in ("64kB", "128kB"):
+            one_statement(conn, "SELECT current_setting('work_mem')", None, {"work_mem": value})
+        names = [name for name, _ in conn.execute(prepared).fetchall()]
+        assert names == [
+            "planshift_begin",
+            "planshift_rollback",
+            "planshift_set1",
+            "planshift_unlock",
+        ]
+        reset_session(conn, "test")
+        assert conn.execute(prepared).fetchall() == []
+        assert one_statement(conn, "SELECT 1")[0] == "1"
+        statements = dict(conn.execute(prepared).fetchall())
+        assert set(statements) == {
+            "planshift_begin",
+            "planshift_rollback",
+            "planshift_set0",
+            "planshift_unlock",
+        }
+        assert "SELECT 1" not in statements.values()
