@@ -128,8 +128,11 @@ _PREPARED: weakref.WeakKeyDictionary[psycopg.Connection[Any], set[bytes]] = (
 def _prepared(conn: psycopg.Connection[Any], settings: int) -> bytes:
     """Prepare the control statements and the setter of `settings` settings (once per session);
     the setter's name."""
-    done = _PREPARED.setdefault(conn, set())
     setter = b"planshift_set%d" % settings
+    done = _PREPARED.get(conn)
+    if done is not None and setter in done:
+        return setter
+    done = _PREPARED.setdefault(conn, set())
     calls = ", ".join(f"set_config(${i}, ${i + 1}, true)" for i in range(1, 2 * settings, 2))
     wanted = {**_CONTROL, setter: f"SELECT {calls or 'NULL'}".encode()}
     for name, sql in wanted.items():
