@@ -21,12 +21,13 @@ Figures are printed, never asserted; `os.getloadavg()` is printed beside them.
    for the demo workload's point_select, sum_range and simple_range, variants current/proposed,
    on a cluster of its own with the demo target's settings (shared_buffers = 16MB).
 2. Executions per second of one measured point-query EXPLAIN: planshift's `one_statement` (one
-   libpq pipeline: BEGIN, set_config, EXPLAIN, advisory unlock, ROLLBACK, all but the EXPLAIN
-   prepared once per session), the five statements pipelined unprepared through psycopg's
-   cursors, the old four round trips (BEGIN; SELECT set_config(...); EXPLAIN; ROLLBACK), the
-   bare EXPLAIN on the same psycopg connection (a reference: psycopg's own cost), `pgbench -n -c
-   1 -j 1 -T SECONDS` running the same EXPLAIN, and pgbench sending the five statements in one
-   pipeline (\\startpipeline, -M extended: what the protocol costs unprepared, without Python);
+   libpq pipeline: BEGIN, set_config with the advisory unlock, EXPLAIN, ROLLBACK, all but the
+   EXPLAIN prepared once per session), the former five statements (an unlock of its own)
+   pipelined unprepared through psycopg's cursors, the old four round trips (BEGIN; SELECT
+   set_config(...); EXPLAIN; ROLLBACK), the bare EXPLAIN on the same psycopg connection (a
+   reference: psycopg's own cost), `pgbench -n -c 1 -j 1 -T SECONDS` running the same EXPLAIN
+   (the target: 80% of it), and pgbench sending those five statements in one pipeline
+   (\\startpipeline, -M extended: what the protocol costs unprepared, without Python);
    `--rounds` rounds, interleaved, medians printed.
 """
 
@@ -259,8 +260,8 @@ def measure_rates(
 
 def print_rates(rates: dict[str, list[float]], seconds: float) -> None:
     labels = {
-        "planshift": "planshift one_statement (5 statements, 4 prepared, 1 round trip)",
-        "cursors": "5 statements pipelined through psycopg cursors, none prepared",
+        "planshift": "planshift one_statement (4 statements, 3 prepared, 1 round trip)",
+        "cursors": "the former 5 statements through psycopg cursors, unprepared",
         "four_trips": "old way: BEGIN; set_config; EXPLAIN; ROLLBACK (4 trips)",
         "bare": "bare EXPLAIN on psycopg (reference, no transaction)",
         "pgbench": "pgbench -n -c 1 -j 1 -f explain.sql (simple protocol)",

@@ -3,12 +3,12 @@
 Every workload statement goes through `one_statement`: libpq's pipeline mode sends it with the
 extended query protocol, which refuses several commands in one string, so `SELECT 1; COMMIT;
 DELETE ...` is an error instead of a commit. A measured execution is one pipeline with one
-Sync: BEGIN, the side's settings by `set_config(name, value, true)`, the statement, the release
-of any session-level advisory lock it took, ROLLBACK (all but the statement prepared once per
-session). If the wait for its results is interrupted, the session is closed: the server then
-rolls back and releases everything. After each query, `reset_session` checks that nothing
-survived the rollback (a session-level setting) and clears what may have (prepared statements,
-temporary state) with DISCARD ALL.
+Sync: BEGIN, the side's settings by `set_config(name, value, true)` (with the release of any
+session-level advisory lock the previous statement took), the statement, ROLLBACK; all but the
+statement are prepared once per session. If the wait for its results is interrupted, the
+session is closed: the server then rolls back and releases everything. After each query,
+`reset_session` checks that nothing survived the rollback (a session-level setting) and clears
+what may have (advisory locks, prepared statements, temporary state) with DISCARD ALL.
 """
 
 from __future__ import annotations
@@ -66,27 +66,32 @@ def one_statement(
     merges `%(name)s` values client-side, as literals, so the planner sees what a client's query
     text would show it.
 
-    Five statements, one Sync, one round trip: BEGIN, the settings, the statement, the release of
-    session-level advisory locks, ROLLBACK. All but the statement are prepared once per session
-    (sent unprepared, the same five ran at 59% of the prepared rate). Executions are not
+    Four statements, one Sync, one round trip: BEGIN, the settings, the statement, ROLLBACK.
+    A session-level advisory lock the statement takes outlives ROLLBACK; the settings statement
+    of the session's next execution releases it first (`pg_advisory_unlock_all()`), and so do
+    reset_session and closing, so no statement ever runs with a lock an earlier one took; in
+    between, another session could wait on it. All but the statement are prepared once per
+    session (sent unprepared, they ran at 59% of the prepared rate; the release in a statement
+    of its own after ROLLBACK cost 10% of the executions per second). Executions are not
     pipelined one after another: sent while the previous one ran, the backend never waits
     between them and, on a loaded machine, was descheduled mid-execution in 14% of A/A pairs
     instead of 10.5% (bench_detection, alternating both ways), for 8% more executions per second
     in the bench's runs."""
     text = sql if params is None else ClientCursor(conn).mogrify(sql, params)
     encoding = conn.info.encoding
+    settings = [value.encode() for pair in (gucs or {}).items() for value in pair]
     with conn.lock:
-        statements = _statements(conn, text, gucs, encoding)
+        setter = _prepared(conn, len(settings) // 2)
         started = time.perf_counter()
-        results = _pipeline(conn, statements)
+        results = _pipeline(conn, setter, settings, text.encode(encoding))
         elapsed_ms = (time.perf_counter() - started) * 1000.0
-        failed = next((r for r in results if r.status == pq.ExecStatus.FATAL_ERROR), None)
-        if failed is not None:
-            # the error skipped the rest of the pipeline: the transaction is open and failed
-            if conn.pgconn.transaction_status != pq.TransactionStatus.IDLE:
-                _control(conn, b"ROLLBACK")
-            _control(conn, b"SELECT pg_advisory_unlock_all()")
-            raise error_from_result(failed, encoding)
+        for result in results:
+            if result.status == pq.ExecStatus.FATAL_ERROR:
+                # the error skipped the rest of the pipeline: the transaction is open and failed
+                if conn.pgconn.transaction_status != pq.TransactionStatus.IDLE:
+                    _control(conn, b"ROLLBACK")
+                _control(conn, b"SELECT pg_advisory_unlock_all()")
+                raise error_from_result(result, encoding)
     statement = results[MEASURED]
     if not first_value:
         return statement.ntuples, elapsed_ms
@@ -96,29 +101,9 @@ def one_statement(
     return (None if value is None else value.decode(encoding)), elapsed_ms
 
 
-def _statements(
-    conn: psycopg.Connection[Any], text: str, gucs: Mapping[str, str] | None, encoding: str
-) -> list[tuple[bytes, list[bytes] | None, bool]]:
-    """(name or text, parameters, prepared) of each statement of one execution."""
-    settings = [value.encode() for pair in (gucs or {}).items() for value in pair]
-    setter = _prepared(conn, len(settings) // 2)
-    return [
-        (_BEGIN, None, True),
-        (setter, settings, True),
-        (text.encode(encoding), None, False),
-        (_UNLOCK, None, True),
-        (_ROLLBACK, None, True),
-    ]
-
-
-_BEGIN, _UNLOCK, _ROLLBACK = b"planshift_begin", b"planshift_unlock", b"planshift_rollback"
-_CONTROL = {
-    _BEGIN: b"BEGIN",
-    # session-level advisory locks outlive ROLLBACK; another session would wait on them
-    _UNLOCK: b"SELECT pg_advisory_unlock_all()",
-    _ROLLBACK: b"ROLLBACK",
-}
-MEASURED = 2  # the position of the statement among an execution's five
+_BEGIN, _ROLLBACK = b"planshift_begin", b"planshift_rollback"
+_CONTROL = {_BEGIN: b"BEGIN", _ROLLBACK: b"ROLLBACK"}
+MEASURED = 2  # the position of the statement among an execution's four
 # the prepared statements of each session (DISCARD ALL in reset_session drops them)
 _PREPARED: weakref.WeakKeyDictionary[psycopg.Connection[Any], set[bytes]] = (
     weakref.WeakKeyDictionary()
@@ -133,8 +118,10 @@ def _prepared(conn: psycopg.Connection[Any], settings: int) -> bytes:
     if done is not None and setter in done:
         return setter
     done = _PREPARED.setdefault(conn, set())
-    calls = ", ".join(f"set_config(${i}, ${i + 1}, true)" for i in range(1, 2 * settings, 2))
-    wanted = {**_CONTROL, setter: f"SELECT {calls or 'NULL'}".encode()}
+    # session-level advisory locks outlive ROLLBACK: the previous statement's go first
+    calls = ["pg_advisory_unlock_all()"]
+    calls += [f"set_config(${i}, ${i + 1}, true)" for i in range(1, 2 * settings, 2)]
+    wanted = {**_CONTROL, setter: f"SELECT {', '.join(calls)}".encode()}
     for name, sql in wanted.items():
         if name not in done:
             result = conn.pgconn.prepare(name, sql)
@@ -145,19 +132,18 @@ def _prepared(conn: psycopg.Connection[Any], settings: int) -> bytes:
 
 
 def _pipeline(
-    conn: psycopg.Connection[Any], statements: list[tuple[bytes, list[bytes] | None, bool]]
+    conn: psycopg.Connection[Any], setter: bytes, settings: list[bytes], statement: bytes
 ) -> list[pq.abc.PGresult]:
-    """Each statement's result, sent in one pipeline (extended protocol: one command per
-    statement) with one Sync. Anything going wrong mid-way (a signal) closes the session,
-    which rolls back its transaction and releases its locks."""
+    """The results of BEGIN, the setter, the statement and ROLLBACK, sent in one pipeline
+    (extended protocol: one command per statement) with one Sync. Anything going wrong mid-way
+    (a signal) closes the session, which rolls back its transaction and releases its locks."""
     pg = conn.pgconn
     pg.enter_pipeline_mode()
     try:
-        for query, values, prepared in statements:
-            if prepared:
-                pg.send_query_prepared(query, values)
-            else:
-                pg.send_query_params(query, values)
+        pg.send_query_prepared(_BEGIN, None)
+        pg.send_query_prepared(setter, settings)
+        pg.send_query_params(statement, None)
+        pg.send_query_prepared(_ROLLBACK, None)
         pg.pipeline_sync()
         while pg.flush():
             select.select([], [pg.socket], [])

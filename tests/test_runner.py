@@ -265,8 +265,17 @@ def test_one_statement_raises_the_servers_error_and_leaves_nothing_behind(
         with pytest.raises(PlanshiftError, match="no row"):
             one_statement(conn, "SELECT 1 WHERE false")
         one_statement(conn, "SELECT pg_advisory_lock(42)")
-        locked = other.execute("SELECT pg_try_advisory_lock(42)").fetchone()
-        assert locked == (True,)  # planshift's session released it at once
+        # a session-level advisory lock outlives ROLLBACK; the next execution releases it before
+        # its statement runs (which sees no lock of the one before), as does reset_session
+        held = "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND pid = %s"
+        pid = conn.info.backend_pid
+        assert one_statement(conn, held % pid)[0] == "0"
+        assert other.execute("SELECT pg_try_advisory_lock(42)").fetchone() == (True,)
+        other.execute("SELECT pg_advisory_unlock(42)")
+        one_statement(conn, "SELECT pg_advisory_lock(42)")
+        assert other.execute(held, [pid]).fetchone() == (1,)
+        reset_session(conn, "test")
+        assert other.execute(held, [pid]).fetchone() == (0,)
         with pytest.raises(psycopg.errors.SyntaxError):
             one_statement(conn, "SELECT 1; DELETE FROM t")
         assert other.execute("SELECT count(*) FROM t").fetchone() == (1000,)
@@ -275,29 +284,19 @@ def test_one_statement_raises_the_servers_error_and_leaves_nothing_behind(
 def test_control_statements_are_prepared_once_per_session(
     pg17: EmbeddedCluster, fresh_db: FreshDb
 ) -> None:
-    """BEGIN, the setter, the unlock and ROLLBACK are named prepared statements: parsed once
-    per session, gone after reset_session's DISCARD ALL, prepared again on the next execution;
-    the workload statement itself is never prepared."""
+    """BEGIN, the setter (with the advisory unlock) and ROLLBACK are named prepared statements:
+    parsed once per session, gone after reset_session's DISCARD ALL, prepared again on the next
+    execution; the workload statement itself is never prepared."""
     server = Server(name="pg17", conninfo=fresh_db(pg17), source="embedded")
     prepared = "SELECT name, statement FROM pg_prepared_statements ORDER BY name"
     with connect(server) as conn:
         for value in ("64kB", "128kB"):
             one_statement(conn, "SELECT current_setting('work_mem')", None, {"work_mem": value})
         names = [name for name, _ in conn.execute(prepared).fetchall()]
-        assert names == [
-            "planshift_begin",
-            "planshift_rollback",
-            "planshift_set1",
-            "planshift_unlock",
-        ]
+        assert names == ["planshift_begin", "planshift_rollback", "planshift_set1"]
         reset_session(conn, "test")
         assert conn.execute(prepared).fetchall() == []
         assert one_statement(conn, "SELECT 1")[0] == "1"
         statements = dict(conn.execute(prepared).fetchall())
-        assert set(statements) == {
-            "planshift_begin",
-            "planshift_rollback",
-            "planshift_set0",
-            "planshift_unlock",
-        }
+        assert set(statements) == {"planshift_begin", "planshift_rollback", "planshift_set0"}
         assert "SELECT 1" not in statements.values()
