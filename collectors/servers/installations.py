@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from detector.errors import PlanshiftError
+from detector.model.units import version_num
 
 PLANSHIFT_PG_BIN = "PLANSHIFT_PG_BIN"
 WHEEL_PACKAGES = (
@@ -61,9 +62,10 @@ def parse_version(text: str) -> tuple[str, int]:
     if match is None:
         raise ValueError(f"not a PostgreSQL version string: {text.strip()!r}")
     major, minor, patch = (int(part) if part else 0 for part in match.groups())
-    if major >= 10:
-        return f"{major}.{minor}" if match.group(2) else str(major), major * 10000 + minor
-    return f"{major}.{minor}.{patch}", major * 10000 + minor * 100 + patch
+    if major < 10:
+        return f"{major}.{minor}.{patch}", version_num(f"{major}.{minor}.{patch}")
+    version = f"{major}.{minor}" if match.group(2) else str(major)
+    return version, version_num(version)
 
 
 def probe(bindir: Path, origin: str) -> Installation:

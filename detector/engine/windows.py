@@ -20,6 +20,7 @@ from detector.engine.timeline_causes import settings_pairs
 from detector.errors import PlanshiftError
 from detector.model.comparison import WindowEvent
 from detector.model.records import to_utc_naive
+from detector.model.units import version_num
 from detector.store import Store, TargetRecord
 from detector.store.groups import Window
 
@@ -84,7 +85,7 @@ def logged_version(store: Store, until: datetime | None, files: set[str] | None)
             continue
         major, _, minor = (event.subject or "").partition(".")
         if major.isdigit() and minor.isdigit() and int(major) >= 10:
-            version = int(major) * 10000 + int(minor)
+            version = version_num(f"{major}.{minor}")
     return version
 
 

@@ -37,6 +37,12 @@ def fmt_version(num: int | None) -> str:
     return f"{num // 10000}.{num // 100 % 100}.{num % 100}"
 
 
+def version_num(version: str) -> int:
+    """`15.18` -> 150018, `18` -> 180000, `9.6.24` -> 90624: the inverse of `fmt_version`."""
+    major, minor, patch = ([int(part) for part in version.split(".")] + [0, 0])[:3]
+    return major * 10000 + (minor if major >= 10 else minor * 100 + patch)
+
+
 def counted(count: int, noun: str, plural: str | None = None) -> str:
     """`1 query`, `2 queries`: the count and its noun in the right number."""
     return f"{count} {noun if count == 1 else plural or noun + 's'}"

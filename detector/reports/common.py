@@ -205,7 +205,7 @@ def verdict_summary(result: ComparisonResult) -> str:
     changed = sum(q.plan_changed for q in result.queries)
     compared = counted(len(result.queries), "query", "queries")
     text = f"{compared} compared ({', '.join(parts) or 'none'})"
-    return text + f", {changed} plan change{'s' if changed != 1 else ''}"
+    return f"{text}, {counted(changed, 'plan change')}"
 
 
 @dataclass(frozen=True)
