@@ -78,65 +78,82 @@ def one_statement(
     instead of 10.5% (bench_detection, alternating both ways), for 8% more executions per second
     in the bench's runs."""
     text = sql if params is None else ClientCursor(conn).mogrify(sql, params)
-    encoding = conn.info.encoding
-    settings = [value.encode() for pair in (gucs or {}).items() for value in pair]
+    state = _session_state(conn)
+    setter, settings = state.setter(conn, gucs or {})
     with conn.lock:
-        setter = _prepared(conn, len(settings) // 2)
         started = time.perf_counter()
-        results = _pipeline(conn, setter, settings, text.encode(encoding))
+        statement = _pipeline(conn, setter, settings, text.encode(state.encoding))
         elapsed_ms = (time.perf_counter() - started) * 1000.0
-        for result in results:
-            if result.status == pq.ExecStatus.FATAL_ERROR:
-                # the error skipped the rest of the pipeline: the transaction is open and failed
-                if conn.pgconn.transaction_status != pq.TransactionStatus.IDLE:
-                    _control(conn, b"ROLLBACK")
-                _control(conn, b"SELECT pg_advisory_unlock_all()")
-                raise error_from_result(result, encoding)
-    statement = results[MEASURED]
     if not first_value:
         return statement.ntuples, elapsed_ms
     if statement.ntuples == 0 or statement.nfields == 0:
         raise PlanshiftError("the statement returned no row", f"statement: {sql[:200]}")
     value = statement.get_value(0, 0)
-    return (None if value is None else value.decode(encoding)), elapsed_ms
+    return (None if value is None else value.decode(state.encoding)), elapsed_ms
 
 
 _BEGIN, _ROLLBACK = b"planshift_begin", b"planshift_rollback"
 _CONTROL = {_BEGIN: b"BEGIN", _ROLLBACK: b"ROLLBACK"}
+_SYNC, _FATAL = int(pq.ExecStatus.PIPELINE_SYNC), int(pq.ExecStatus.FATAL_ERROR)
 MEASURED = 2  # the position of the statement among an execution's four
-# the prepared statements of each session (DISCARD ALL in reset_session drops them)
-_PREPARED: weakref.WeakKeyDictionary[psycopg.Connection[Any], set[bytes]] = (
+
+
+class _SessionState:
+    """What one session has prepared, its encoding, and each settings mapping as the setter's
+    name and encoded parameters (computed once: this is on the path of every execution)."""
+
+    def __init__(self, conn: psycopg.Connection[Any]) -> None:
+        self.encoding = conn.info.encoding
+        self.prepared: set[bytes] = set()
+        self.setters: dict[tuple[tuple[str, str], ...], tuple[bytes, list[bytes]]] = {}
+
+    def setter(
+        self, conn: psycopg.Connection[Any], gucs: Mapping[str, str]
+    ) -> tuple[bytes, list[bytes]]:
+        key = tuple(gucs.items())
+        known = self.setters.get(key)
+        if known is None:
+            values = [value.encode(self.encoding) for pair in key for value in pair]
+            known = self.setters[key] = (self._prepare(conn, len(key)), values)
+        return known
+
+    def _prepare(self, conn: psycopg.Connection[Any], settings: int) -> bytes:
+        """Prepare the control statements and the setter of `settings` settings; its name."""
+        setter = b"planshift_set%d" % settings
+        # session-level advisory locks outlive ROLLBACK: the previous statement's go first
+        calls = ["pg_advisory_unlock_all()"]
+        calls += [f"set_config(${i}, ${i + 1}, true)" for i in range(1, 2 * settings, 2)]
+        wanted = {**_CONTROL, setter: f"SELECT {', '.join(calls)}".encode()}
+        with conn.lock:
+            for name, sql in wanted.items():
+                if name not in self.prepared:
+                    result = conn.pgconn.prepare(name, sql)
+                    if result.status != pq.ExecStatus.COMMAND_OK:
+                        raise error_from_result(result, self.encoding)
+                    self.prepared.add(name)
+        return setter
+
+
+# per session (DISCARD ALL in reset_session drops its prepared statements, and this with them)
+_STATES: weakref.WeakKeyDictionary[psycopg.Connection[Any], _SessionState] = (
     weakref.WeakKeyDictionary()
 )
 
 
-def _prepared(conn: psycopg.Connection[Any], settings: int) -> bytes:
-    """Prepare the control statements and the setter of `settings` settings (once per session);
-    the setter's name."""
-    setter = b"planshift_set%d" % settings
-    done = _PREPARED.get(conn)
-    if done is not None and setter in done:
-        return setter
-    done = _PREPARED.setdefault(conn, set())
-    # session-level advisory locks outlive ROLLBACK: the previous statement's go first
-    calls = ["pg_advisory_unlock_all()"]
-    calls += [f"set_config(${i}, ${i + 1}, true)" for i in range(1, 2 * settings, 2)]
-    wanted = {**_CONTROL, setter: f"SELECT {', '.join(calls)}".encode()}
-    for name, sql in wanted.items():
-        if name not in done:
-            result = conn.pgconn.prepare(name, sql)
-            if result.status != pq.ExecStatus.COMMAND_OK:
-                raise error_from_result(result, conn.info.encoding)
-            done.add(name)
-    return setter
+def _session_state(conn: psycopg.Connection[Any]) -> _SessionState:
+    state = _STATES.get(conn)
+    if state is None:
+        state = _STATES[conn] = _SessionState(conn)
+    return state
 
 
 def _pipeline(
     conn: psycopg.Connection[Any], setter: bytes, settings: list[bytes], statement: bytes
-) -> list[pq.abc.PGresult]:
-    """The results of BEGIN, the setter, the statement and ROLLBACK, sent in one pipeline
-    (extended protocol: one command per statement) with one Sync. Anything going wrong mid-way
-    (a signal) closes the session, which rolls back its transaction and releases its locks."""
+) -> pq.abc.PGresult:
+    """The statement's result, sent in one pipeline (extended protocol: one command per
+    statement) between BEGIN and the setter before it and ROLLBACK after it, with one Sync.
+    Anything going wrong mid-way (a signal) closes the session, which rolls back its
+    transaction and releases its locks. The caller holds the session's lock."""
     pg = conn.pgconn
     pg.enter_pipeline_mode()
     try:
@@ -148,6 +165,7 @@ def _pipeline(
         while pg.flush():
             select.select([], [pg.socket], [])
         results: list[pq.abc.PGresult] = []
+        failed = None
         while True:
             while pg.is_busy():
                 select.select([pg.socket], [], [])
@@ -155,14 +173,23 @@ def _pipeline(
             result = pg.get_result()
             if result is None:
                 continue
-            if result.status == pq.ExecStatus.PIPELINE_SYNC:
+            status = result.status
+            if status == _SYNC:
                 break
+            if status == _FATAL and failed is None:
+                failed = result  # the error skipped the rest of the pipeline
             results.append(result)
         pg.exit_pipeline_mode()
     except BaseException:
         conn.close()
         raise
-    return results
+    if failed is not None:
+        # the transaction is open and failed
+        if pg.transaction_status != pq.TransactionStatus.IDLE:
+            _control(conn, b"ROLLBACK")
+        _control(conn, b"SELECT pg_advisory_unlock_all()")
+        raise error_from_result(failed, conn.info.encoding)
+    return results[MEASURED]
 
 
 def _control(conn: psycopg.Connection[Any], sql: bytes) -> None:
@@ -183,4 +210,4 @@ def reset_session(conn: psycopg.Connection[Any], where: str) -> None:
             "a workload query must not change session state; remove the SET or set_config",
         )
     conn.execute("DISCARD ALL")
-    _PREPARED.pop(conn, None)
+    _STATES.pop(conn, None)
