@@ -76,6 +76,12 @@ def usable_cores() -> int:
     return os.cpu_count() or 1
 
 
+def file_key(stream: BinaryIO) -> tuple[int, int]:
+    """The file an open stream reads (st_dev, st_ino), whatever its path names later."""
+    found = os.fstat(stream.fileno())
+    return found.st_dev, found.st_ino
+
+
 def check_log(path: Path, options: IngestOptions) -> None:
     """Refuse, before anything is stored, a file that is no PostgreSQL server log: another
     compression, no line of its first HEAD_BYTES in any log format, or a --log-line-prefix
@@ -153,6 +159,7 @@ class LogIngest:
         self.options = options
         PrefixParser(options.log_line_prefix)  # a bad prefix fails here, before any file
         self.known_queries: set[str] = set(store.queries())
+        self.ambiguous: set[int] = set()  # queryids seen with two texts, by any worker
         runs = [t.run_id for t in store.targets() if t.target_id == target_id]
         if not runs:
             raise PlanshiftError(f"no target with id {target_id} in the store")
@@ -198,7 +205,8 @@ class LogIngest:
                 )
                 report = FileReport(str(path), log_format, compressed, record.resume_line)
             done = position.offset
-            for batch, parsed in self._batches(path, log_format, stream, position):
+            batches = self._batches(path, log_format, stream, position, compressed)
+            for batch, parsed in batches:
                 self._store_batch(file_id, path, head, batch, parsed, report)
                 if progress is not None:
                     progress(batch.checkpoint.high_offset - done)
@@ -217,7 +225,7 @@ class LogIngest:
         return best
 
     def _batches(
-        self, path: Path, log_format: str, stream: BinaryIO, position: Position
+        self, path: Path, log_format: str, stream: BinaryIO, position: Position, compressed: bool
     ) -> Iterator[tuple[Batch, ParsedBatch | None]]:
         """The file's batches from `position`: by worker processes (with their rows) for a
         large file on several cores, else read here (rows None: parsed when stored)."""
@@ -243,6 +251,8 @@ class LogIngest:
             position.pending_starts,
             self.column_types,
             self.options.anonymize,
+            None if compressed else str(path.resolve()),
+            file_key(stream) if not compressed else (0, 0),
         )
         boundary = format_of(log_format).boundary  # where the parallel read may cut
         yield from ParallelRead(stream, position, spec, boundary, workers, sequential).batches()
@@ -254,12 +264,14 @@ class LogIngest:
         if parsed is None:
             parsed = self.parser.parse(batch.entries)
         columns = parsed.to_columns(self.column_types)
+        self.ambiguous.update(parsed.ambiguous)
+        columns.unlabel(self.ambiguous)  # a worker that saw one text labels them still
         problems = [
             scrub_problem(p, anonymize=self.options.anonymize)
             for p in batch.problems + parsed.problems
         ]
         queries = {
-            key: (query_name(sql), sql, queryid)
+            key: (query_name(sql), sql, None if queryid in self.ambiguous else queryid)
             for key, (sql, queryid) in parsed.queries.items()
             if key not in self.known_queries
         }

@@ -1,18 +1,21 @@
 """Ingest of a large log on every core: chunks cut at entry boundaries, parsed by workers.
 
-The ingest process reads the file in 8 MiB chunks, each cut after the last entry boundary it
-holds (a line that does not continue the previous entry), and counts their lines; worker
-processes (started by a fork server that preloads only this module's imports, not the CLI or
-DuckDB connection of the ingest process) turn each chunk into store rows as numpy columns
-(segmenting, prefixes, JSON); the ingest process inserts the batches in file order, one
-transaction each, as a sequential read would.
+The ingest process finds where each chunk of ~8 MiB ends (after the last entry boundary in
+it: a line that does not continue the previous entry); worker processes (started by a fork
+server that preloads only this module's imports, not the CLI or DuckDB connection of the
+ingest process) read the chunk from the file themselves (a gzip file's chunks are read and
+sent by the ingest process) and turn it into store rows as numpy columns (segmenting,
+prefixes, JSON), numbering lines from the chunk's start; the ingest process adds the lines of
+the chunks before it and inserts the batches in file order, one transaction each, as a
+sequential read would.
 
 A worker reads its chunk as if nothing were open at its start. That holds as long as every
 earlier chunk ended with no plan left open, which is the case unless backends interleaved a
 JSON plan with other lines at the cut (stderr logs without logging_collector). A chunk that
 ends with a plan open stops the parallel read: from that chunk on, the file is read by the
-sequential reader, which carries such plans across. The last, unfinished piece of the file
-(an entry being written, a line without its newline) is read sequentially too.
+sequential reader, which carries such plans across. So does a chunk a worker could not read
+(the file was replaced). The last, unfinished piece of the file (an entry being written, a
+line without its newline) is read sequentially too.
 """
 
 from __future__ import annotations
@@ -30,7 +33,8 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from functools import partial
 from typing import BinaryIO
 
 from collectors.logs.batches import BatchParser, ParsedBatch
@@ -61,6 +65,8 @@ class ChunkSpec:
     pending_starts: frozenset[int]
     column_types: dict[str, str]  # Store.log_column_types: rows leave the worker as columns
     anonymize: bool = False
+    path: str | None = None  # a plain file, which the workers read their chunks from
+    file_key: tuple[int, int] = (0, 0)  # its st_dev and st_ino: the file, not another at the path
 
 
 @dataclass(frozen=True)
@@ -68,6 +74,7 @@ class ChunkResult:
     batch: Batch
     parsed: ParsedBatch
     open_at_end: bool  # a plan continues past the chunk: its successors must be reread
+    lines: int  # in the chunk; the lines of its batch and rows are counted from its start
 
 
 _PARSER: BatchParser | None = None
@@ -89,22 +96,57 @@ def start_worker(parent: int) -> None:
     threading.Thread(target=watch, name="planshift-parent-watch", daemon=True).start()
 
 
-def parse_chunk(spec: ChunkSpec, offset: int, line: int, chunk: bytes) -> ChunkResult:
-    """Runs in a worker: the chunk's entries as store rows."""
+def parse_chunk(spec: ChunkSpec, offset: int, chunk: bytes | int) -> ChunkResult | None:
+    """Runs in a worker: the chunk's entries as store rows, lines numbered from 0 at its start.
+    `chunk`: its bytes, or their length to read from spec.path. None: the chunk is unreadable."""
     global _PARSER
+    data = chunk if isinstance(chunk, bytes) else read_chunk(spec, offset, chunk)
+    if data is None:
+        return None
     whose = (spec.run_id, spec.target_id, spec.anonymize)
     if _PARSER is None or (_PARSER.run_id, _PARSER.target_id, _PARSER.anonymize) != whose:
         _PARSER = BatchParser(spec.run_id, spec.target_id, spec.anonymize)
-    position = Position(offset, line, spec.high_offset, spec.pending_starts)
+    position = Position(offset, 0, spec.high_offset, spec.pending_starts)
     times = TimeParser(spec.log_timezone)
     reader = make_reader(
-        spec.log_format, io.BytesIO(b""), position, times, spec.log_line_prefix, len(chunk)
+        spec.log_format, io.BytesIO(b""), position, times, spec.log_line_prefix, len(data)
     )
-    batch = reader.take_chunk(chunk)
+    batch = reader.take_chunk(data)
     parsed = _PARSER.parse(batch.entries)
     parsed.to_columns(spec.column_types)
     batch.entries = []
-    return ChunkResult(batch, parsed, bool(reader.open_entries()))
+    return ChunkResult(batch, parsed, bool(reader.open_entries()), reader.line)
+
+
+def read_chunk(spec: ChunkSpec, offset: int, length: int) -> bytes | None:
+    """The chunk's bytes from the file; None when the path names another file now or the file
+    got shorter (replaced, truncated)."""
+    try:
+        handle = os.open(spec.path or "", os.O_RDONLY)
+    except OSError:
+        return None
+    try:
+        found = os.fstat(handle)
+        if (found.st_dev, found.st_ino) != spec.file_key:
+            return None
+        data = os.pread(handle, length, offset)
+    finally:
+        os.close(handle)
+    return data if len(data) == length else None
+
+
+def shift_lines(result: ChunkResult, lines: int) -> None:
+    """The lines of a worker's batch and rows counted from the file's start: `lines` is the
+    line of the chunk's first byte."""
+    batch, parsed = result.batch, result.parsed
+    batch.problems = [replace(p, line=p.line + lines) for p in batch.problems]
+    batch.incomplete = [replace(p, line=p.line + lines) for p in batch.incomplete]
+    batch.events = [replace(e, line=e.line + lines) for e in batch.events]
+    checkpoint = batch.checkpoint
+    batch.checkpoint = replace(checkpoint, resume_line=checkpoint.resume_line + lines)
+    parsed.problems = [replace(p, line=p.line + lines) for p in parsed.problems]
+    if parsed.columns is not None and parsed.columns.size:
+        parsed.columns.entries["line"] = parsed.columns.entries["line"] + lines
 
 
 @contextmanager
@@ -126,17 +168,24 @@ def _main_unseen() -> Iterator[None]:
             setattr(main, name, value)
 
 
-def last_boundary(buffer: bytes, boundary: re.Pattern[bytes]) -> int | None:
-    """Where the last complete entry of the buffer ends (just after a boundary newline that
-    is not the buffer's last byte, so the next line's first bytes are known)."""
+def last_boundary(
+    read: Callable[[int, int], bytes | memoryview],
+    start: int,
+    end: int,
+    boundary: re.Pattern[bytes],
+) -> int | None:
+    """Where the last complete entry of the bytes [start, end) ends (just after a boundary
+    newline that is not their last byte, so the next line's first bytes are known); `read`
+    gives the bytes of a range (fewer at the end of the file)."""
     window = TAIL_SEARCH
     while True:
-        start = max(0, len(buffer) - window)
+        low = max(start, end - window)
+        piece = read(low, end)
         found = None
-        for match in boundary.finditer(buffer, start):
-            if match.start() + 1 < len(buffer):  # a newline at the very end decides nothing
-                found = match.start() + 1
-        if found is not None or start == 0:
+        for match in boundary.finditer(piece):
+            if match.start() + 1 < len(piece):  # a newline at the very end decides nothing
+                found = low + match.start() + 1
+        if found is not None or low == start:
             return found
         window *= 4
 
@@ -159,7 +208,8 @@ class ParallelRead:
         self.boundary = boundary
         self.workers = workers
         self.sequential = sequential
-        self.rest = b""  # the bytes after the last chunk
+        self.line = position.line  # of the first byte of the next chunk to store
+        self.rest: bytes | None = None  # a gzip stream's bytes after the last chunk
 
     def batches(self) -> Iterator[tuple[Batch, ParsedBatch | None]]:
         """(batch, rows); rows are None for batches read sequentially (the caller parses).
@@ -172,42 +222,49 @@ class ParallelRead:
         pool = ProcessPoolExecutor(
             self.workers, mp_context=context, initializer=start_worker, initargs=(os.getpid(),)
         )
-        pending: deque[tuple[Position, Future[ChunkResult]]] = deque()
+        pending: deque[tuple[int, Future[ChunkResult | None]]] = deque()
         resume: Position | None = None
+        rest_at: int | None = None
         try:
-            for start, chunk in self._chunks():
+            for offset, chunk in self._chunks():
                 if chunk is None:  # the unfinished end of the file
-                    resume = start
+                    rest_at = offset
                     break
                 with _main_unseen():  # a worker starts here, on the first submits
-                    job = pool.submit(parse_chunk, self.spec, start.offset, start.line, chunk)
-                pending.append((start, job))
+                    job = pool.submit(parse_chunk, self.spec, offset, chunk)
+                pending.append((offset, job))
                 while len(pending) > self.workers * IN_FLIGHT_PER_WORKER:
-                    result, start_of = self._next(pending)
+                    result, start = self._next(pending)
                     if result is None:
-                        resume = start_of
+                        resume = start
                         break
                     yield result.batch, result.parsed
                 if resume is not None:
                     break
-            while pending and (resume is None or pending[0][0].offset < resume.offset):
-                result, start_of = self._next(pending)
+            while pending and resume is None:
+                result, start = self._next(pending)
                 if result is None:
-                    resume = start_of
+                    resume = start
                     break
                 yield result.batch, result.parsed
         finally:
             pool.shutdown(wait=True, cancel_futures=True)
+        if resume is None and rest_at is not None:
+            resume = self._at(rest_at)
         if resume is not None:
-            at_end = resume.offset + len(self.rest) == self.stream.tell()
-            stream = _Rest(self.rest, resume.offset, self.stream) if at_end else self.stream
+            stream = self.stream
+            if self.rest is not None and resume.offset + len(self.rest) == stream.tell():
+                stream = _Rest(self.rest, resume.offset, self.stream)
             for batch in self.sequential(stream, resume):
                 yield batch, None
 
     def _next(
-        self, pending: deque[tuple[Position, Future[ChunkResult]]]
+        self, pending: deque[tuple[int, Future[ChunkResult | None]]]
     ) -> tuple[ChunkResult | None, Position]:
-        start, job = pending.popleft()
+        """The next chunk's result, its lines counted from the file's start; None from a
+        chunk that ends with a plan open or could not be read (read sequentially from it)."""
+        offset, job = pending.popleft()
+        start = self._at(offset)
         try:
             result = job.result()
         except BrokenProcessPool as exc:
@@ -215,35 +272,67 @@ class ParallelRead:
                 f"a process parsing the log died ({exc})",
                 "rerun: the ingest resumes where it stopped; --jobs 1 parses in one process",
             ) from exc
-        if result.open_at_end:
+        if result is None or result.open_at_end:
             pending.clear()
             return None, start
+        shift_lines(result, self.line)
+        self.line += result.lines
         return result, start
 
-    def _chunks(self) -> Iterator[tuple[Position, bytes | None]]:
-        """(where it starts, chunk) for each chunk; lastly (where the rest starts, None)."""
+    def _chunks(self) -> Iterator[tuple[int, bytes | int | None]]:
+        """(where it starts, chunk) for each chunk: a plain file's chunks as their length (the
+        worker reads them), a gzip stream's as bytes; lastly (where the rest starts, None)."""
+        if self.spec.path is None:
+            yield from self._stream_chunks()
+            return
+        handle = self.stream.fileno()
+        offset = self.position.offset
+        if offset == 0 and os.pread(handle, len(BOM), 0) == BOM:
+            offset = len(BOM)
+        size = CHUNK_BYTES
+        while True:
+            cut = last_boundary(partial(_pread, handle), offset, offset + size, self.boundary)
+            if cut is not None:
+                yield offset, cut - offset
+                offset, size = cut, CHUNK_BYTES
+            elif offset + size >= os.fstat(handle).st_size or size > MAX_ENTRY:
+                yield offset, None  # the sequential reader takes over
+                return
+            else:
+                size += CHUNK_BYTES
+
+    def _stream_chunks(self) -> Iterator[tuple[int, bytes | None]]:
         self.stream.seek(self.position.offset)
-        offset, line = self.position.offset, self.position.line
+        offset = self.position.offset
         buffer = b""
         while True:
             data = self.stream.read(CHUNK_BYTES)
             if offset == 0 and data.startswith(BOM):
                 data, offset = data[len(BOM) :], len(BOM)
             buffer = buffer + data if buffer else data
-            cut = last_boundary(buffer, self.boundary) if data else None
-            if cut is None:
+            read = partial(_slice, memoryview(buffer))
+            cut = last_boundary(read, 0, len(buffer), self.boundary)
+            if not data or cut is None:
                 if not data or len(buffer) > MAX_ENTRY:  # the sequential reader takes over
                     self.rest = buffer if not data else b""
-                    yield self._at(offset, line), None
+                    yield offset, None
                     return
                 continue
             chunk, buffer = buffer[:cut], buffer[cut:]
-            yield self._at(offset, line), chunk
+            yield offset, chunk
             offset += len(chunk)
-            line += chunk.count(b"\n")
 
-    def _at(self, offset: int, line: int) -> Position:
-        return Position(offset, line, self.position.high_offset, self.position.pending_starts)
+    def _at(self, offset: int) -> Position:
+        position = self.position
+        return Position(offset, self.line, position.high_offset, position.pending_starts)
+
+
+def _pread(handle: int, low: int, high: int) -> bytes:
+    return os.pread(handle, high - low, low)
+
+
+def _slice(view: memoryview, low: int, high: int) -> memoryview:
+    return view[low:high]
 
 
 class _Rest(io.BytesIO):

@@ -86,6 +86,14 @@ class LogBatchColumns:
     entries: dict[str, Any]  # LogEntryInfo fields
     size: int
 
+    def unlabel(self, queryids: set[int]) -> None:
+        """No queryid label on the entries whose queryid is one of these."""
+        if queryids and self.size:
+            labels = self.entries["queryid"].tolist()
+            column = np.empty(self.size, dtype=object)
+            column[:] = [None if label in queryids else label for label in labels]
+            self.entries["queryid"] = column
+
 
 def log_batch_columns(
     rows: Sequence[Sequence[Any]], entries: Sequence[LogEntryInfo], types: Mapping[str, str]
