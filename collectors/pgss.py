@@ -9,7 +9,7 @@ has. Deltas between snapshots, with resets and evictions, are computed when read
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import asdict, dataclass, replace
 from datetime import datetime
 from typing import Any
 
@@ -55,6 +55,31 @@ class PgssRead:
     dealloc: int | None
     stats_reset: datetime | None
     redacted_dsn: str
+
+
+def read_as_json(read: PgssRead) -> dict[str, Any]:
+    """A read as a JSON document (a fixture of snapshots taken from a real server)."""
+    return {
+        "taken_at": read.taken_at.isoformat(),
+        "server_version_num": read.server_version_num,
+        "entries": [asdict(entry) for entry in read.entries],
+        "dealloc": read.dealloc,
+        "stats_reset": read.stats_reset.isoformat() if read.stats_reset else None,
+        "redacted_dsn": read.redacted_dsn,
+    }
+
+
+def read_from_json(document: dict[str, Any]) -> PgssRead:
+    """The read `read_as_json` wrote."""
+    reset = document["stats_reset"]
+    return PgssRead(
+        taken_at=datetime.fromisoformat(document["taken_at"]),
+        server_version_num=int(document["server_version_num"]),
+        entries=tuple(PgssEntry(**entry) for entry in document["entries"]),
+        dealloc=document["dealloc"],
+        stats_reset=datetime.fromisoformat(reset) if reset else None,
+        redacted_dsn=str(document["redacted_dsn"]),
+    )
 
 
 def connect(dsn: str) -> psycopg.Connection[Any]:

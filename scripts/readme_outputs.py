@@ -5,8 +5,9 @@ A ```text block preceded by one of these comments is output, not prose:
     <!-- output of the block above ... -->        the ```python block before it, run
     <!-- output of: planshift ARGS... -->          that command, run in the repository
 
-In a command, `@events` stands for a store made by ingesting a committed fixture log
-(FIXTURE_STORES), built once per run in a temporary directory.
+In a command, `@events` stands for a store made from committed fixtures (FIXTURE_STORES): a
+real server log ingested and the pg_stat_statements snapshots taken during it, built once per
+run in a temporary directory.
 
 `python scripts/readme_outputs.py` rewrites README.md; `--check` exits 1 when it differs
 (tests/test_readme_outputs.py runs the check in `make test`).
@@ -15,6 +16,7 @@ In a command, `@events` stands for a store made by ingesting a committed fixture
 from __future__ import annotations
 
 import atexit
+import json
 import os
 import re
 import shlex
@@ -33,8 +35,10 @@ MARKED = re.compile(
     re.M | re.S,
 )
 PYTHON_BLOCK = re.compile(r"```python\n(.*?)^```", re.M | re.S)
-# a real PostgreSQL 17 log where ALTER SYSTEM SET random_page_cost and a reload flip a query
-FIXTURE_STORES = {"@events": ("tests/fixtures/logs/events/pg.log", "pg17")}
+# a real PostgreSQL 17 log where ALTER SYSTEM SET random_page_cost and a reload flip a query,
+# and pg_stat_statements read before, between and after (capture_events.py): log, source, pgss
+EVENTS = "tests/fixtures/logs/events"
+FIXTURE_STORES = {"@events": (f"{EVENTS}/pg.log", "pg17", f"{EVENTS}/pgss.json")}
 
 
 def _environment() -> dict[str, str]:
@@ -53,13 +57,22 @@ def _run(argv: list[str]) -> str:
 
 @cache
 def fixture_store(name: str) -> str:
-    log, source = FIXTURE_STORES[name]
+    log, source, snapshots = FIXTURE_STORES[name]
     directory = tempfile.mkdtemp(prefix="readme-")
     atexit.register(shutil.rmtree, directory, ignore_errors=True)
     store = Path(directory) / f"{name[1:]}.duckdb"
     _run(
         [sys.executable, "-m", "detector", "ingest", log, "--store", str(store), "--source", source]
     )
+    sys.path.insert(0, str(ROOT))
+    from rich.console import Console
+
+    from collectors.pgss import read_from_json
+    from detector.jobs.ingest import store_snapshot
+
+    quiet = Console(quiet=True)
+    for document in json.loads((ROOT / snapshots).read_text()):
+        store_snapshot(store, read_from_json(document), source, quiet)
     return str(store)
 
 

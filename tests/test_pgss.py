@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import psycopg
@@ -10,12 +11,13 @@ from helpers import FreshDb
 from rich.console import Console
 from typer.testing import CliRunner
 
+from collectors.pgss import read_as_json, read_from_json, read_pgss
 from collectors.servers.embedded import EmbeddedCluster
 from collectors.servers.installations import find_installation
 from detector.cli.app import app
 from detector.engine.timeline import PgssDelta, store_pgss_deltas
 from detector.errors import PlanshiftError
-from detector.jobs.ingest import take_snapshot
+from detector.jobs.ingest import store_snapshot, take_snapshot
 from detector.store import Store
 
 pytestmark = pytest.mark.pg
@@ -104,3 +106,27 @@ def test_snapshot_cli_and_its_errors(
         app, ["snapshot", "--target", "host=/nonexistent dbname=x", "--store", str(store)]
     )
     assert bad.exit_code == 2 and "cannot connect" in bad.output
+
+
+def test_a_read_stored_from_its_json_gives_the_same_deltas(
+    pg17: EmbeddedCluster, fresh_db: FreshDb, tmp_path: Path
+) -> None:
+    """Snapshots kept as JSON (the README's fixture) store what a live snapshot stores."""
+    dsn = fresh_db(pg17)
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute("CREATE EXTENSION pg_stat_statements")
+    reads = []
+    for times in (0, 3, 2):
+        run(dsn, times)
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            reads.append(read_pgss(conn))
+    documents = json.loads(json.dumps([read_as_json(read) for read in reads]))
+    assert [read_from_json(document) for document in documents] == reads
+    for name, kept in (("live", reads), ("json", [read_from_json(d) for d in documents])):
+        for read in kept:
+            store_snapshot(tmp_path / f"{name}.duckdb", read, "prod", QUIET)
+    deltas = []
+    for name in ("live", "json"):
+        with Store(tmp_path / f"{name}.duckdb", read_only=True) as db:
+            deltas.append(ours(store_pgss_deltas(db, "prod")))
+    assert [d.calls for d in deltas[0]] == [3, 2] and deltas[0] == deltas[1]

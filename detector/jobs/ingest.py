@@ -7,6 +7,7 @@ import socket
 from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rich.console import Console
 
@@ -27,6 +28,9 @@ from detector.reports.timeline_terminal import render_timeline
 from detector.reports.timeline_top import top_lines
 from detector.store import Store
 from detector.version import __version__
+
+if TYPE_CHECKING:
+    from collectors.pgss import PgssRead
 
 INGEST_LABEL = "ingest"
 ANONYMIZED = " (anonymized)"  # appended to the run label; targets.info has "anonymized"
@@ -138,6 +142,18 @@ def take_snapshot(
 
     with connect(dsn) as conn:
         read = read_pgss(conn, anonymize=anonymize)
+    return store_snapshot(store_path, read, name, console, anonymize=anonymize)
+
+
+def store_snapshot(
+    store_path: Path,
+    read: PgssRead,
+    name: str | None,
+    console: Console,
+    *,
+    anonymize: bool = False,
+) -> int:
+    """Store one read of pg_stat_statements as a snapshot of the server `name`; its id."""
     source = name or _server_name(read.redacted_dsn)
     with Store(store_path) as store:
         run_id = store.begin_run(
