@@ -61,6 +61,7 @@ PHASE_OF = {  # (module, attribute): phase; time of nested phases is not counted
     (detector.engine.compare, "timing_verdicts"): "stats",  # before verdicts.py
     (detector.engine.verdicts, "timing_verdicts"): "stats",
     (detector.engine.stats, "control_false_discoveries"): "BH",
+    (detector.engine.stats, "control_own_false_discoveries"): "BH",
     (detector.engine.compare, "compared"): "pairing/build",
     (detector.engine.compare, "apply_rules"): "rules",
 }

@@ -78,16 +78,17 @@ class Plans:
         points: list[str | None],
         fingerprints: list[str],
     ) -> tuple[list[str], list[Plan]]:
-        """(signatures, plans) of many groups: `get` for each, once per shape without examples."""
-        if self.examples:
-            found = list(map(self.get, target_ids, query_keys, points, fingerprints))
-            return [signature for signature, _ in found], [plan for _, plan in found]
+        """(signatures, plans) of many groups: `get` for each, once per shape for the groups
+        of queries without examples."""
         shapes = {f: self.get(0, "", None, f) for f in dict.fromkeys(fingerprints)}
-        signatures = {f: signature for f, (signature, _) in shapes.items()}
-        plans = {f: plan for f, (_, plan) in shapes.items()}
-        return list(map(signatures.__getitem__, fingerprints)), list(
-            map(plans.__getitem__, fingerprints)
-        )
+        signatures = list(map({f: s for f, (s, _) in shapes.items()}.__getitem__, fingerprints))
+        plans = list(map({f: p for f, (_, p) in shapes.items()}.__getitem__, fingerprints))
+        exemplified = {query_key for _, query_key, _, _ in self.examples}
+        for i in [i for i, key in enumerate(query_keys) if key in exemplified]:
+            signatures[i], plans[i] = self.get(
+                target_ids[i], query_keys[i], points[i], fingerprints[i]
+            )
+        return signatures, plans
 
 
 def pair_sides(

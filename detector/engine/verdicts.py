@@ -23,7 +23,7 @@ def query_verdicts(
     """Each pair's timing verdict after false discovery control; None without timings."""
     timed = [i for i, p in enumerate(pairs) if p.baseline.durations_ms or p.candidate.durations_ms]
     moved = (Verdict.REGRESSED, Verdict.IMPROVED)  # what below_min_delta may change
-    verdicts = stats.control_false_discoveries(
+    verdicts = stats.control_own_false_discoveries(  # made here: q-values filled in
         [
             below_min_delta(pairs[i], verdict, options.min_delta_ms)
             if verdict.verdict in moved

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterator, Sequence
+from itertools import repeat
+from operator import attrgetter, is_
 from typing import Any, TypeVar, overload
 
 import numpy as np
@@ -58,7 +60,9 @@ class Samples(Sequence[N]):
         return repr(tuple(self))
 
 
-def rows_at(values: npt.NDArray[Any], starts: npt.NDArray[np.int64], length: int) -> npt.NDArray[Any]:
+def rows_at(
+    values: npt.NDArray[Any], starts: npt.NDArray[np.int64], length: int
+) -> npt.NDArray[Any]:
     """values[start:start + length] for each start, as the rows of a new (starts, length) array:
     copied row by row from a strided view, without an index per cell."""
     rows: npt.NDArray[Any]
@@ -74,15 +78,18 @@ def shared_windows(
 ) -> tuple[npt.NDArray[Any], npt.NDArray[np.int64], npt.NDArray[np.int64]] | None:
     """(the array, starts, stops) when every sequence is a `Samples` window of one array (as
     a comparison builds its sides), else None."""
-    if not sequences or not all(isinstance(s, Samples) for s in sequences):
+    if not sequences or set(map(type, sequences)) != {Samples}:
         return None
     values = sequences[0]._values  # type: ignore[attr-defined]
-    if any(s._values is not values for s in sequences):  # type: ignore[attr-defined]
+    if not all(map(is_, map(_VALUES, sequences), repeat(values))):
         return None
     count = len(sequences)
-    starts = np.fromiter((s._start for s in sequences), np.int64, count)  # type: ignore[attr-defined]
-    stops = np.fromiter((s._stop for s in sequences), np.int64, count)  # type: ignore[attr-defined]
+    starts = np.fromiter(map(_START, sequences), np.int64, count)
+    stops = np.fromiter(map(_STOP, sequences), np.int64, count)
     return values, starts, stops
+
+
+_VALUES, _START, _STOP = attrgetter("_values"), attrgetter("_start"), attrgetter("_stop")
 
 
 def extremes(sequences: Sequence[Sequence[float]]) -> tuple[list[int], list[float], list[float]]:
