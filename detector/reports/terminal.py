@@ -46,7 +46,7 @@ def query_block(query: QueryComparison, console: Console) -> None:
     head.append("  ")
     head.append(query.timing.verdict.value, style=VERDICT_STYLE[query.timing.verdict])
     head.append(f"  {query.timing.describe()}")
-    console.print(head)
+    console.print(head, soft_wrap=True)
     base, cand = query.baseline.timing, query.candidate.timing
     if base and cand:
         console.print(
@@ -61,7 +61,7 @@ def query_block(query: QueryComparison, console: Console) -> None:
         console.print(f"  production: {calls} calls{change}", markup=False)
     width = max(len(single_line(s.label)) for s in (query.baseline, query.candidate))
     for line in census_lines(query.baseline, width) + census_lines(query.candidate, width):
-        console.print(line, overflow="fold")
+        console.print(line, soft_wrap=True)
 
 
 def data_lines(result: ComparisonResult) -> list[str]:
@@ -89,17 +89,18 @@ def render_terminal(result: ComparisonResult, console: Console, *, verbose: bool
     console.print(
         f"[bold]planshift compare[/]: baseline [bold]{for_markup(result.baseline)}[/] (PostgreSQL "
         f"{fmt_version(base_v)}) vs candidate [bold]{for_markup(result.candidate)}[/] (PostgreSQL "
-        f"{fmt_version(cand_v)}), run {', '.join(map(str, result.run_ids))}"
+        f"{fmt_version(cand_v)}), run {', '.join(map(str, result.run_ids))}",
+        soft_wrap=True,
     )
     if result.settings_diff:
         diffs = ", ".join(settings_text(result))
-        console.print(f"settings that differ: {for_markup(diffs)}")
+        console.print(f"settings that differ: {for_markup(diffs)}", soft_wrap=True)
     for text in event_lines(result.events):  # two time windows of a log
-        console.print(text, markup=False, highlight=False)
+        console.print(text, markup=False, highlight=False, soft_wrap=True)
     for fact in data_lines(result):
-        console.print(single_line(fact), markup=False)
+        console.print(single_line(fact), markup=False, soft_wrap=True)
     for note in [*condition_lines(result), *method_lines(result)]:
-        console.print(note, markup=False, style="dim")
+        console.print(note, markup=False, style="dim", soft_wrap=True)
     shown = 0
     # a captured workload (production calls known): what costs production most first
     weighted = any(q.baseline.calls or q.candidate.calls for q in result.queries)
@@ -118,7 +119,7 @@ def render_terminal(result: ComparisonResult, console: Console, *, verbose: bool
         for name, found in switches.items():
             for switch in found:
                 moved = f"{switch.describe()}: {switch.from_signature} -> {switch.to_signature}"
-                console.print(single_line(f"  {name}: {moved}"), markup=False)
+                console.print(single_line(f"  {name}: {moved}"), markup=False, soft_wrap=True)
     hidden = len(result.queries) - shown
     if hidden:
         kept = "query kept its plan and was" if hidden == 1 else "queries kept their plan and were"
@@ -131,10 +132,10 @@ def render_terminal(result: ComparisonResult, console: Console, *, verbose: bool
         line.append(f"{finding.code} {finding.name} ", style="bold")
         where = f"{finding.query_name} [{finding.point}]" if finding.point else finding.query_name
         line.append(single_line(f"{where}: {finding.message}"))
-        console.print(line)
+        console.print(line, soft_wrap=True)
     for finding, reason in result.suppressed:
         text = f"suppressed {finding.code} {finding.name} {finding.query_name}: {reason}"
-        console.print(single_line(text), style="dim", markup=False)
+        console.print(single_line(text), style="dim", markup=False, soft_wrap=True)
     if result.noise_run is not None:
         console.print(f"noise floors from A/A run {result.noise_run}", style="dim")
     counts = result.verdict_counts()
