@@ -86,5 +86,24 @@ def test_groups_of_one_size_are_moved_as_blocks(
         fast = store.grouped_samples(targets)
         monkeypatch.setattr(store_groups, "_group_order", lambda *_: None)
         same(fast, store.grouped_samples(targets))
-    assert moved == [6] * 5 and set(fast.sizes.tolist()) == {6}
+    assert moved == [6] * 4 and set(fast.sizes.tolist()) == {6}
     assert not fast.duration_known.all()
+
+
+def test_reads_split_by_hash_range_give_one_reads_rows(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "s.duckdb"
+    targets = filled(path)
+    ranges = store_groups._hash_ranges
+    split: list[list[list[int | None]]] = []
+    monkeypatch.setattr(
+        store_groups, "_hash_ranges", lambda *a: split.append(ranges(*a)) or split[-1]
+    )
+    with Store(path, read_only=True) as store:
+        whole = store.grouped_samples(targets)
+        for rows in (1, 7, 20):
+            monkeypatch.setattr(store_groups, "ROWS_PER_READ", rows)
+            same(whole, store.grouped_samples(targets))
+    assert [len(bounds) for bounds in split] == [1, len(whole.sizes), 7, 3]
+    assert all(b[0][0] is None and b[-1][1] is None for b in split)

@@ -139,7 +139,6 @@ class BulkSides:
             empty = (hi == lo).tolist()
             median_ms = [None if none else m for m, none in zip(median_ms, empty, strict=True)]
         median_cost = segment_quantiles(g.total_cost, rows[:-1], rows[1:], (0.5,))[:, 0]
-        median_blocks = segment_quantiles(g.shared_blocks, rows[:-1], rows[1:], (0.5,))[:, 0]
         signatures, plan_objects = plans.many(g.target_ids, g.query_keys, g.points, g.fingerprints)
         return list(
             map(
@@ -150,7 +149,7 @@ class BulkSides:
                 g.sizes.tolist(),
                 median_ms,
                 median_cost.tolist(),
-                median_blocks.tolist(),
+                g.median_shared_blocks.tolist(),
             )
         )
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from itertools import pairwise
 from typing import Any
 
 import numpy as np
@@ -44,29 +45,34 @@ WHERE ($2::VARCHAR[] IS NULL OR query_key IN (SELECT unnest($2::VARCHAR[])))
 """
 
 _KEY = "query_key, point, target_id, fingerprint"
-_NUMBERS = (
-    "duration_ms, planning_ms, total_cost, coalesce(shared_hit, 0) + coalesce(shared_read, 0), "
-    "sample_index"
-)
+_NUMBERS = "duration_ms, planning_ms, total_cost, sample_index"
+_BLOCKS = "coalesce(shared_hit, 0) + coalesce(shared_read, 0)"  # per execution: only its median
+ROWS_PER_READ = 4_000_000  # rows DuckDB sorts at once: the memory it holds after a read
 
 
-def _queries(source: str) -> tuple[str, str, str]:
-    """The group keys, the samples in key order, and the samples by key hash, from `source`."""
+def _queries(source: str, parameters: int) -> tuple[str, str, str]:
+    """The group keys, the samples in key order, and the samples by key hash (those whose
+    hash is in [lo, hi), the next two parameters after `parameters`; NULL is open), from
+    `source`."""
+    lo, hi = f"${parameters + 1}::UBIGINT", f"${parameters + 2}::UBIGINT"
     groups = f"""
-SELECT {_KEY}, count(*), dense_rank() OVER (ORDER BY query_key, point) - 1, hash({_KEY})
+SELECT {_KEY}, count(*), dense_rank() OVER (ORDER BY query_key, point) - 1, hash({_KEY}),
+    median({_BLOCKS})
 {source}
 GROUP BY {_KEY}
 ORDER BY {_KEY}
 """
     samples = f"SELECT {_NUMBERS} {source} ORDER BY {_KEY}, sample_index"
     hashed = f"""
-SELECT {_NUMBERS}, hash({_KEY}) AS key_hash {source} ORDER BY key_hash, sample_index
+SELECT * FROM (SELECT {_NUMBERS}, hash({_KEY}) AS key_hash {source})
+WHERE ({lo} IS NULL OR key_hash >= {lo}) AND ({hi} IS NULL OR key_hash < {hi})
+ORDER BY key_hash, sample_index
 """
     return groups, samples, hashed
 
 
-_OF_TARGETS = _queries(_OBSERVATIONS)
-_OF_WINDOWS = _queries(_WINDOW_OBSERVATIONS)
+_OF_TARGETS = _queries(_OBSERVATIONS, 2)
+_OF_WINDOWS = _queries(_WINDOW_OBSERVATIONS, 5)
 
 
 @dataclass(frozen=True)
@@ -90,6 +96,7 @@ class GroupedSamples:
     points: list[str | None]
     target_ids: list[int]
     fingerprints: list[str]
+    median_shared_blocks: npt.NDArray[np.float64]  # per group: shared hit + read
     sizes: npt.NDArray[np.int64]
     query_numbers: npt.NDArray[np.int64]
     durations_ms: npt.NDArray[np.float64]
@@ -97,7 +104,6 @@ class GroupedSamples:
     planning_ms: npt.NDArray[np.float64]
     planning_known: npt.NDArray[np.bool_]
     total_cost: npt.NDArray[np.float64]
-    shared_blocks: npt.NDArray[np.float64]
     sample_indices: npt.NDArray[np.int64]
 
 
@@ -136,16 +142,42 @@ def _group_order(
 
 
 def _take(columns: dict[str, Any], start: Ints, sizes: Ints) -> list[Any]:
-    """The five number columns (masked where NULL) with the blocks of rows starting at `start`
+    """The four number columns (masked where NULL) with the blocks of rows starting at `start`
     one after the other, each original dropped as soon as it is reordered (20 million rows:
-    one extra column at a time, not five). Blocks of one size are copied as rows."""
+    one extra column at a time, not four). Blocks of one size are copied as rows."""
     names = list(columns)
-    columns.pop(names[5])
+    columns.pop(names[4])
     size = int(sizes[0]) if len(sizes) else 0
     if size and (sizes == size).all():
-        return [_blocks(columns.pop(name), start, size) for name in names[:5]]
+        return [_blocks(columns.pop(name), start, size) for name in names[:4]]
     order = np.repeat(start - _starts(sizes), sizes) + np.arange(int(sizes.sum()))
-    return [columns.pop(name)[order] for name in names[:5]]
+    return [columns.pop(name)[order] for name in names[:4]]
+
+
+def _hash_ranges(group_hashes: npt.NDArray[np.uint64], sizes: Ints) -> list[list[int | None]]:
+    """[lo, hi) bounds of key hashes (None: open) splitting the rows into reads of about
+    `ROWS_PER_READ` rows, whole groups each."""
+    total = int(sizes.sum())
+    parts = max(1, -(-total // ROWS_PER_READ))
+    by_hash = np.argsort(group_hashes, kind="stable")
+    rows_before = np.cumsum(sizes[by_hash]) - sizes[by_hash]
+    cuts = np.unique(np.searchsorted(rows_before, np.arange(1, parts) * total / parts))
+    cuts = cuts[(cuts > 0) & (cuts < len(sizes))]
+    bounds: list[int | None] = [None, *group_hashes[by_hash][cuts].tolist(), None]
+    return [[lo, hi] for lo, hi in pairwise(bounds)]
+
+
+def _concatenated(parts: list[dict[str, Any]]) -> dict[str, Any]:
+    """The columns of reads one after the other, each read's column dropped once copied."""
+    names = list(parts[0]) if parts else []
+    out = {}
+    for name in names:
+        pieces = [part.pop(name) for part in parts]
+        masked = any(np.ma.isMaskedArray(piece) for piece in pieces)
+        join = np.ma.concatenate if masked else np.concatenate
+        out[name] = join(pieces)
+        del pieces
+    return out
 
 
 def _blocks(values: Any, start: Ints, size: int) -> Any:
@@ -176,20 +208,22 @@ class StoreGroupsMixin(StoreBase):
                 [w.source for w in windows],
             ]
             group_sql, samples_sql, hashed_sql = _OF_WINDOWS
-        with self.transaction():  # both reads see the same rows
+        with self.transaction():  # every read sees the same rows
             groups = list(self._con.execute(group_sql, parameters).fetchnumpy().values())
-            columns = self._con.execute(hashed_sql, parameters).fetchnumpy()
             keys, points, targets, fingerprints = (column.tolist() for column in groups[:4])
-            sizes, numbers, hashes = (np.asarray(column) for column in groups[4:])
-            start = _group_order(
-                hashes.astype(np.uint64), sizes.astype(np.int64), columns["key_hash"]
+            sizes, numbers, hashes, blocks = (np.asarray(column) for column in groups[4:])
+            sizes, hashes = sizes.astype(np.int64), hashes.astype(np.uint64)
+            columns = _concatenated(
+                [
+                    self._con.execute(hashed_sql, [*parameters, *bounds]).fetchnumpy()
+                    for bounds in _hash_ranges(hashes, sizes)
+                ]
             )
+            start = _group_order(hashes, sizes, columns["key_hash"]) if columns else None
             if start is None:  # two groups with one hash: DuckDB sorts (slower, more memory)
                 columns = self._con.execute(samples_sql, parameters).fetchnumpy()
-        durations, planning, cost, blocks, sample_indices = (
-            list(columns.values())[:5]
-            if start is None
-            else _take(columns, start, sizes.astype(np.int64))
+        durations, planning, cost, sample_indices = (
+            list(columns.values())[:4] if start is None else _take(columns, start, sizes)
         )
         shared: dict[str, str] = {}  # one str per distinct key and fingerprint, not per group
         return GroupedSamples(
@@ -197,12 +231,12 @@ class StoreGroupsMixin(StoreBase):
             points,
             targets,
             [shared.setdefault(fingerprint, fingerprint) for fingerprint in fingerprints],
-            np.asarray(sizes, np.int64).reshape(-1),
+            np.asarray(blocks, np.float64).reshape(-1),
+            sizes.reshape(-1),
             np.asarray(numbers, np.int64).reshape(-1),
             *_column(durations),
             *_column(planning),
             np.asarray(cost, np.float64),
-            np.asarray(blocks, np.float64),
             np.asarray(sample_indices, np.int64),
         )
 
