@@ -1,7 +1,7 @@
 """What measuring costs: per-node timing vs TIMING OFF vs plain, and executions per second.
 
     .venv/bin/python bench/bench_overhead.py [--major 15] [--scale 10] [--repetitions 15]
-        [--range-fraction 0.3] [--seconds 10] [--rounds 3] [--no-demo] [--no-rate]
+        [--range-fraction 0.3] [--seconds 10] [--rounds 3] [--no-modes] [--no-demo] [--no-rate]
 
 Everything runs on embedded PostgreSQL (`--major`, default 15), loaded with `pgbench -i -s SCALE`.
 Figures are printed, never asserted; `os.getloadavg()` is printed beside them.
@@ -303,6 +303,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--range-fraction", type=float, default=0.3)
     parser.add_argument("--seconds", type=float, default=10, help="per executions/s measurement")
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--no-modes", dest="modes", action="store_false")
     parser.add_argument("--no-demo", dest="demo", action="store_false")
     parser.add_argument("--no-rate", dest="rate", action="store_false")
     args = parser.parse_args(argv)
@@ -323,21 +324,22 @@ def main(argv: Sequence[str] | None = None) -> None:
                 text=True,
                 check=True,
             )
-            rows = 100000 * args.scale
-            path = join_workload(tmp, rows, args.range_fraction, args.repetitions)
-            with Store(tmp / "joins.duckdb") as store:
-                results = measure_modes(
-                    load_workload(path), server, store, "hash_join", "nested_loop"
-                )
-                print_modes(
-                    f"1. Measurement overhead by timing mode: pgbench scale {args.scale} "
-                    f"({rows:,} accounts), {args.repetitions} samples per side, interleaved, "
-                    "serial plans",
-                    results,
-                    store,
-                    "hash_join",
-                    "nested_loop",
-                )
+            if args.modes:
+                rows = 100000 * args.scale
+                path = join_workload(tmp, rows, args.range_fraction, args.repetitions)
+                with Store(tmp / "joins.duckdb") as store:
+                    results = measure_modes(
+                        load_workload(path), server, store, "hash_join", "nested_loop"
+                    )
+                    print_modes(
+                        f"1. Measurement overhead by timing mode: pgbench scale {args.scale} "
+                        f"({rows:,} accounts), {args.repetitions} samples per side, interleaved, "
+                        "serial plans",
+                        results,
+                        store,
+                        "hash_join",
+                        "nested_loop",
+                    )
             if args.rate:
                 print(
                     f"\n2. Executions per second: the point-query EXPLAIN (ANALYZE, TIMING OFF, "
