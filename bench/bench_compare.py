@@ -31,6 +31,7 @@ import resource
 import statistics
 import sys
 import tempfile
+import threading
 import time
 from collections import defaultdict
 from collections.abc import Callable, Iterator
@@ -140,6 +141,8 @@ def target_ids(path: Path) -> tuple[int, int]:
 
 
 RESIDENT: dict[str, float] = {}  # phase: the most MB resident at the end of one of its calls
+PEAKS: dict[str, float] = {}  # phase: the most MB resident seen while it ran (sampled)
+RUNNING: list[str] = []  # the phases of the calls under way, innermost last
 
 
 def rss_mb() -> float:
@@ -166,10 +169,12 @@ def phase_clock() -> Iterator[dict[str, float]]:
         @functools.wraps(function)
         def wrapper(*args: Any, **kwargs: Any) -> Any:
             stack.append(0.0)
+            RUNNING.append(phase)
             started = time.perf_counter()
             try:
                 return function(*args, **kwargs)
             finally:
+                RUNNING.pop()
                 elapsed = time.perf_counter() - started
                 nested = stack.pop()
                 spent[phase] += elapsed - nested
@@ -179,6 +184,16 @@ def phase_clock() -> Iterator[dict[str, float]]:
 
         return wrapper
 
+    done = threading.Event()
+
+    def sample() -> None:  # the resident size every 20 ms, filed under the innermost phase
+        while not done.wait(0.02):
+            phase = RUNNING[-1] if RUNNING else "other"
+            PEAKS[phase] = max(PEAKS.get(phase, 0.0), rss_mb())
+
+    PEAKS.clear()
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
     originals = {key: getattr(*key) for key in PHASE_OF if hasattr(*key)}  # older trees: fewer
     for (owner, name), phase in PHASE_OF.items():
         if (owner, name) not in originals:
@@ -187,6 +202,8 @@ def phase_clock() -> Iterator[dict[str, float]]:
     try:
         yield spent
     finally:
+        done.set()
+        sampler.join()
         for (owner, name), function in originals.items():
             setattr(owner, name, function)
 
@@ -321,6 +338,10 @@ def main() -> None:
         print(
             "resident at the end of each phase (last run, MB): "
             + ", ".join(f"{k} {v:,.0f}" for k, v in RESIDENT.items())
+        )
+        print(
+            "most resident during each phase (last run, sampled every 20 ms, MB): "
+            + ", ".join(f"{k} {v:,.0f}" for k, v in PEAKS.items())
         )
         print(f"peak RSS: {peak:,.0f} MB (store build, a child process: {build_peak:,.0f} MB)")
         print(f"load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")

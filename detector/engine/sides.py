@@ -82,15 +82,17 @@ class BulkSides:
     def build(self, targets: Mapping[int, TargetRecord], plans: Plans) -> list[Side]:
         g = self.grouped
         rows = offsets(g.sizes)
-        known_durations, known_planning = offsets(g.duration_known), offsets(g.planning_known)
+        known_durations, known_planning = (
+            _known_rows(g.duration_known),
+            _known_rows(g.planning_known),
+        )
         durations = _known(g.durations_ms, g.duration_known)
         side_rows = rows[[*self.first_groups, len(g.sizes)]]
         side_lo, side_hi = known_durations[side_rows[:-1]], known_durations[side_rows[1:]]
-        quantiles = segment_quantiles(durations, side_lo, side_hi, SUMMARY_QUANTILES)
-        # one group per side (one plan shape): a group's median is its side's
-        medians = quantiles[:, 0] if len(self.first_groups) == len(g.sizes) else None
+        summaries = segment_quantiles(durations, side_lo, side_hi, SUMMARY_QUANTILES).T.tolist()
+        # one group per side (one plan shape): a group's median is its side's, the same float
+        medians = summaries[0] if len(self.first_groups) == len(g.sizes) else None
         variants = self._variants(plans, rows, known_durations, durations, medians)
-        summaries = quantiles.T.tolist()
         counts = side_hi - side_lo
         timings: list[TimingStats | None] = list(map(new_stats, counts.tolist(), *summaries))
         for empty in np.flatnonzero(counts == 0).tolist():
@@ -99,7 +101,10 @@ class BulkSides:
         sides = [targets[side_id] for side_id in side_ids]
         settings = {side_id: side_settings_of(target) for side_id, target in targets.items()}
         tables = {side_id: target.info.get("tables") or {} for side_id, target in targets.items()}
-        samples = known_durations[side_rows]
+        samples, planned = known_durations[side_rows], known_planning[side_rows]
+        # windows with the same bounds share their int objects (a million sides: 200 MB)
+        edges = samples.tolist()
+        planning_edges = edges if np.array_equal(planned, samples) else planned.tolist()
         return list(
             map(
                 new_side,
@@ -107,7 +112,7 @@ class BulkSides:
                 [side.server_version_num for side in sides],
                 [settings[side_id] for side_id in side_ids],
                 self._plans_of_sides(variants),
-                _windows(durations, samples),
+                _windows(durations, edges),
                 timings,
                 [
                     production_calls(side, g.query_keys[first])
@@ -115,9 +120,9 @@ class BulkSides:
                 ]
                 if any(t.info.get("production_calls") for t in targets.values())
                 else [None] * len(sides),
-                _windows(_known(g.planning_ms, g.planning_known), known_planning[side_rows]),
-                _windows(_known(g.sample_indices, g.duration_known), samples),
-                _windows(_known(g.total_cost, g.duration_known), samples),
+                _windows(_known(g.planning_ms, g.planning_known), planning_edges),
+                _windows(_known(g.sample_indices, g.duration_known), edges),
+                _windows(_known(g.total_cost, g.duration_known), edges),
                 [tables[side_id] for side_id in side_ids],
             )
         )
@@ -128,13 +133,15 @@ class BulkSides:
         rows: Ints,
         known_durations: Ints,
         durations: Floats,
-        medians: Floats | None,
+        medians: list[float] | None,
     ) -> list[PlanVariant]:
         g = self.grouped
         lo, hi = known_durations[rows[:-1]], known_durations[rows[1:]]
-        if medians is None:
-            medians = segment_quantiles(durations, lo, hi, (0.5,))[:, 0]
-        median_ms: list[float | None] = medians.tolist()
+        median_ms: list[float | None] = (
+            segment_quantiles(durations, lo, hi, (0.5,))[:, 0].tolist()
+            if medians is None
+            else list(medians)
+        )
         if (hi == lo).any():  # groups without durations (plan-only): NaN -> None
             empty = (hi == lo).tolist()
             median_ms = [None if none else m for m, none in zip(median_ms, empty, strict=True)]
@@ -169,8 +176,12 @@ def _known(values: npt.NDArray[Any], known: npt.NDArray[np.bool_]) -> npt.NDArra
     return values if known.all() else values[known]
 
 
-def _windows(values: npt.NDArray[Any], bounds: Ints) -> list[Samples[Any]]:
-    """values[bounds[i]:bounds[i + 1]] for each i, as `Samples` sharing `values`."""
-    edges = bounds.tolist()
+def _known_rows(known: npt.NDArray[np.bool_]) -> Ints:
+    """`offsets(known)`: where each row's value is among the known ones (all of them: 0..n)."""
+    return np.arange(len(known) + 1, dtype=np.int64) if known.all() else offsets(known)
+
+
+def _windows(values: npt.NDArray[Any], edges: list[int]) -> list[Samples[Any]]:
+    """values[edges[i]:edges[i + 1]] for each i, as `Samples` sharing `values`."""
     window: Callable[[npt.NDArray[Any], int, int], Samples[Any]] = Samples
     return list(map(window, repeat(values), edges[:-1], edges[1:]))
