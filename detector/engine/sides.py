@@ -82,17 +82,15 @@ class BulkSides:
     def build(self, targets: Mapping[int, TargetRecord], plans: Plans) -> list[Side]:
         g = self.grouped
         rows = offsets(g.sizes)
-        known_durations, known_planning = (
-            _known_rows(g.duration_known),
-            _known_rows(g.planning_known),
-        )
+        edges = [*self.first_groups, len(g.sizes)]  # of the sides, among the groups
+        known_rows = _known_rows(g.duration_known, rows)  # the groups' among known durations
+        samples = known_rows[edges]
+        side_lo, side_hi = samples[:-1], samples[1:]
         durations = _known(g.durations_ms, g.duration_known)
-        side_rows = rows[[*self.first_groups, len(g.sizes)]]
-        side_lo, side_hi = known_durations[side_rows[:-1]], known_durations[side_rows[1:]]
         summaries = segment_quantiles(durations, side_lo, side_hi, SUMMARY_QUANTILES).T.tolist()
         # one group per side (one plan shape): a group's median is its side's, the same float
         medians = summaries[0] if len(self.first_groups) == len(g.sizes) else None
-        variants = self._variants(plans, rows, known_durations, durations, medians)
+        variants = self._variants(plans, rows, known_rows, durations, medians)
         counts = side_hi - side_lo
         timings: list[TimingStats | None] = list(map(new_stats, counts.tolist(), *summaries))
         for empty in np.flatnonzero(counts == 0).tolist():
@@ -101,10 +99,10 @@ class BulkSides:
         sides = [targets[side_id] for side_id in side_ids]
         settings = {side_id: side_settings_of(target) for side_id, target in targets.items()}
         tables = {side_id: target.info.get("tables") or {} for side_id, target in targets.items()}
-        samples, planned = known_durations[side_rows], known_planning[side_rows]
+        planned = _known_rows(g.planning_known, rows)[edges]
         # windows with the same bounds share their int objects (a million sides: 200 MB)
-        edges = samples.tolist()
-        planning_edges = edges if np.array_equal(planned, samples) else planned.tolist()
+        bounds = samples.tolist()
+        planning_bounds = bounds if np.array_equal(planned, samples) else planned.tolist()
         return list(
             map(
                 new_side,
@@ -112,7 +110,7 @@ class BulkSides:
                 [side.server_version_num for side in sides],
                 [settings[side_id] for side_id in side_ids],
                 self._plans_of_sides(variants),
-                _windows(durations, edges),
+                _windows(durations, bounds),
                 timings,
                 [
                     production_calls(side, g.query_keys[first])
@@ -120,9 +118,9 @@ class BulkSides:
                 ]
                 if any(t.info.get("production_calls") for t in targets.values())
                 else [None] * len(sides),
-                _windows(_known(g.planning_ms, g.planning_known), planning_edges),
-                _windows(_known(g.sample_indices, g.duration_known), edges),
-                _windows(_known(g.total_cost, g.duration_known), edges),
+                _windows(_known(g.planning_ms, g.planning_known), planning_bounds),
+                _windows(_known(g.sample_indices, g.duration_known), bounds),
+                _windows(_known(g.total_cost, g.duration_known), bounds),
                 [tables[side_id] for side_id in side_ids],
             )
         )
@@ -131,12 +129,12 @@ class BulkSides:
         self,
         plans: Plans,
         rows: Ints,
-        known_durations: Ints,
+        known_rows: Ints,
         durations: Floats,
         medians: list[float] | None,
     ) -> list[PlanVariant]:
         g = self.grouped
-        lo, hi = known_durations[rows[:-1]], known_durations[rows[1:]]
+        lo, hi = known_rows[:-1], known_rows[1:]
         median_ms: list[float | None] = (
             segment_quantiles(durations, lo, hi, (0.5,))[:, 0].tolist()
             if medians is None
@@ -176,9 +174,9 @@ def _known(values: npt.NDArray[Any], known: npt.NDArray[np.bool_]) -> npt.NDArra
     return values if known.all() else values[known]
 
 
-def _known_rows(known: npt.NDArray[np.bool_]) -> Ints:
-    """`offsets(known)`: where each row's value is among the known ones (all of them: 0..n)."""
-    return np.arange(len(known) + 1, dtype=np.int64) if known.all() else offsets(known)
+def _known_rows(known: npt.NDArray[np.bool_], rows: Ints) -> Ints:
+    """Where each of `rows` falls among the known values (`offsets(known)[rows]`)."""
+    return rows if known.all() else offsets(known)[rows]
 
 
 def _windows(values: npt.NDArray[Any], edges: list[int]) -> list[Samples[Any]]:

@@ -168,14 +168,17 @@ def _hash_ranges(group_hashes: npt.NDArray[np.uint64], sizes: Ints) -> list[list
 
 
 def _concatenated(parts: list[dict[str, Any]]) -> dict[str, Any]:
-    """The columns of reads one after the other, each read's column dropped once copied."""
+    """The columns of reads one after the other (masked where NULL), each read's column
+    dropped once copied."""
     names = list(parts[0]) if parts else []
     out = {}
     for name in names:
         pieces = [part.pop(name) for part in parts]
-        masked = any(np.ma.isMaskedArray(piece) for piece in pieces)
-        join = np.ma.concatenate if masked else np.concatenate
-        out[name] = join(pieces)
+        values = np.concatenate([np.ma.getdata(piece) for piece in pieces])
+        if any(np.ma.isMaskedArray(piece) for piece in pieces):
+            mask = np.concatenate([np.ma.getmaskarray(piece) for piece in pieces])
+            values = np.ma.MaskedArray(values, mask)
+        out[name] = values
         del pieces
     return out
 
