@@ -106,6 +106,7 @@ def test_a_dying_worker_is_a_clear_error_and_stores_nothing(
     monkeypatch.setattr(autoexplain_log, "PARALLEL_FROM_BYTES", 0)
     monkeypatch.setattr(log_parallel, "CHUNK_BYTES", 3000)
     monkeypatch.setattr(log_parallel, "parse_chunk", die)
+    monkeypatch.setattr(log_parallel, "STARTUP_CHUNKS", 0)  # every chunk goes to a worker
     with pytest.raises(PlanshiftError, match="died") as raised:
         ingest_with(tmp_path / "s.duckdb", log, workers=2)
     assert raised.value.hint is not None and "--jobs 1" in raised.value.hint

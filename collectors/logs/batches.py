@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 from collectors.logs.events import plan_settings
 from collectors.logs.fast import (
@@ -37,6 +37,7 @@ from collectors.logs.rows import (
     add_heap_blocks,
     observation_row,
 )
+from collectors.logs.templates import Template
 from detector.errors import PlanshiftError
 from detector.model import Observation, normalized_cost
 from detector.model.log_rows import LogBatchColumns, LogEntryInfo, log_batch_columns
@@ -64,6 +65,14 @@ class ParsedBatch:
         return self.columns
 
 
+class Learned(NamedTuple):
+    """What one parser of a log learned that spares another the work (`BatchParser.adopt`):
+    proven statement templates and fast-path plan shapes."""
+
+    templates: dict[str, Template]
+    shapes: dict[tuple[Any, ...], tuple[str, bool]]
+
+
 class BatchParser:
     """Rows of one log target; caches query identities and plan shapes across batches.
     `anonymize`: no parameter values, normalized SQL, plan JSON without constants."""
@@ -75,6 +84,7 @@ class BatchParser:
         self.keys = QueryKeys(anonymize)
         self.shapes = ShapeCache({})
         self.fast_shapes: dict[tuple[Any, ...], tuple[str, bool]] = {}  # fingerprint, bitmap?
+        self.new_shapes: dict[tuple[Any, ...], tuple[str, bool]] = {}  # since `take_learned`
         self.last_time: datetime | None = None
         self.seen_queries: set[str] = set()
 
@@ -132,6 +142,18 @@ class BatchParser:
         parsed.ambiguous, self.keys.found_ambiguous = self.keys.found_ambiguous, []
         return parsed
 
+    def take_learned(self) -> Learned:
+        """What this parser learned since the last call."""
+        shapes, self.new_shapes = self.new_shapes, {}
+        return Learned(self.keys.templates.take_proven(), shapes)
+
+    def adopt(self, learned: Learned) -> None:
+        """What another parser of the same log learned (its plan shapes are stored: this one
+        hands out no NewPlan for them)."""
+        self.keys.templates.adopt(learned.templates)
+        for node, known in learned.shapes.items():
+            self.fast_shapes.setdefault(node, known)
+
     def _identify(self, text: str) -> QueryIdentity:
         if not text.strip():
             raise EntryError("no-query", "plan without a query text: not keyed to any query")
@@ -158,6 +180,7 @@ class BatchParser:
             document = read_entry(entry).document
             found, shape = self.shapes.add(node, document, self._plan_json(entry.body), when)
             known = self.fast_shapes[node] = (found, has_bitmap_heap_scan(doc.plan))
+            self.new_shapes[node] = known
         found, bitmap = known
         analyzed = doc.plan.actual_rows is not None  # heap blocks come with ANALYZE only
         heap = heap_blocks(entry.body) if bitmap and analyzed else (None, None)

@@ -3,9 +3,10 @@
 A JSON plan carries ~30 keys per node; a row needs a dozen of the root's and the shape fields of
 every node. `msgspec` decodes just those, in C, into `EntryDoc`: the query fields, the root's
 shape fields and numbers, and its children as frozen, hashable `ShapeNode`s. `shape_key` (the
-root's shape fields and children) keys the fingerprint cache. An entry that does not fit these
-types (a string where a number belongs, broken JSON) gives None, and the caller takes the
-general path (`log_plans.read_entry`), which reports it precisely.
+root's shape fields and children) keys the fingerprint cache. The structs are not tracked by
+the garbage collector (decoded values hold no cycles): a tenth faster. An entry that does not
+fit these types (a string where a number belongs, broken JSON) gives None, and the caller takes
+the general path (`log_plans.read_entry`), which reports it precisely.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from msgspec import Struct, field
 from msgspec.structs import astuple
 
 
-class ShapeNode(Struct, frozen=True):
+class ShapeNode(Struct, frozen=True, gc=False):
     """The fields `detector.model` fingerprints (log_rows._SHAPE_FIELDS), children in order."""
 
     node_type: str | None = field(name="Node Type", default=None)
@@ -34,7 +35,7 @@ class ShapeNode(Struct, frozen=True):
     plans: tuple[ShapeNode, ...] = field(name="Plans", default=())
 
 
-class RootNode(ShapeNode, frozen=True):
+class RootNode(ShapeNode, frozen=True, gc=False):
     """The root node: ShapeNode's fields first, then the numbers of the row."""
 
     total_cost: float = field(name="Total Cost", default=0.0)
@@ -55,7 +56,7 @@ class RootNode(ShapeNode, frozen=True):
 _SHAPE_WIDTH = len(ShapeNode.__struct_fields__)  # RootNode's first fields
 
 
-class EntryDoc(Struct, kw_only=True):
+class EntryDoc(Struct, kw_only=True, gc=False):
     query_text: str = field(name="Query Text", default="")
     parameters: str | None = field(name="Query Parameters", default=None)
     queryid: int | None = field(name="Query Identifier", default=None)
@@ -64,13 +65,13 @@ class EntryDoc(Struct, kw_only=True):
     plan: RootNode = field(name="Plan")
 
 
-class HeapNode(Struct):
+class HeapNode(Struct, gc=False):
     exact: int | None = field(name="Exact Heap Blocks", default=None)
     lossy: int | None = field(name="Lossy Heap Blocks", default=None)
     plans: list[HeapNode] = field(name="Plans", default_factory=list)
 
 
-class HeapDoc(Struct):
+class HeapDoc(Struct, gc=False):
     plan: HeapNode = field(name="Plan")
 
 

@@ -35,9 +35,10 @@ from concurrent.futures.process import BrokenProcessPool
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from functools import partial
+from multiprocessing import forkserver
 from typing import BinaryIO
 
-from collectors.logs.batches import BatchParser, ParsedBatch
+from collectors.logs.batches import BatchParser, Learned, ParsedBatch
 from collectors.logs.formats import BOM, MAX_ENTRY, Batch, Position, stream_error
 from collectors.logs.groups import grouped
 from collectors.logs.prefix import TimeParser
@@ -48,6 +49,8 @@ CHUNK_BYTES = 8 << 20
 TAIL_SEARCH = 1 << 16  # where the last boundary of a chunk is looked for first
 IN_FLIGHT_PER_WORKER = 2  # chunks queued per worker: memory stays flat
 PARENT_CHECK_SECONDS = 0.5
+STARTUP_CHUNKS = 8  # at most parsed by the ingest process itself while the workers start
+SHARED_RESULTS = 4  # what the workers learned from this many chunks goes with each new chunk
 
 Sequential = Callable[[BinaryIO, Position], Iterator[Batch]]
 
@@ -75,6 +78,7 @@ class ChunkResult:
     parsed: ParsedBatch
     open_at_end: bool  # a plan continues past the chunk: its successors must be reread
     lines: int  # in the chunk; the lines of its batch and rows are counted from its start
+    learned: Learned  # new templates and plan shapes, for the other workers
 
 
 _PARSER: BatchParser | None = None
@@ -96,26 +100,37 @@ def start_worker(parent: int) -> None:
     threading.Thread(target=watch, name="planshift-parent-watch", daemon=True).start()
 
 
-def parse_chunk(spec: ChunkSpec, offset: int, chunk: bytes | int) -> ChunkResult | None:
+def parse_chunk(
+    spec: ChunkSpec, offset: int, chunk: bytes | int, seed: Learned
+) -> ChunkResult | None:
     """Runs in a worker: the chunk's entries as store rows, lines numbered from 0 at its start.
-    `chunk`: its bytes, or their length to read from spec.path. None: the chunk is unreadable."""
+    `chunk`: its bytes, or their length to read from spec.path; `seed`: what other workers
+    learned from chunks before this one. None: the chunk is unreadable."""
     global _PARSER
-    data = chunk if isinstance(chunk, bytes) else read_chunk(spec, offset, chunk)
-    if data is None:
-        return None
     whose = (spec.run_id, spec.target_id, spec.anonymize)
     if _PARSER is None or (_PARSER.run_id, _PARSER.target_id, _PARSER.anonymize) != whose:
         _PARSER = BatchParser(spec.run_id, spec.target_id, spec.anonymize)
+    return parse_with(_PARSER, spec, offset, chunk, seed)
+
+
+def parse_with(
+    parser: BatchParser, spec: ChunkSpec, offset: int, chunk: bytes | int, seed: Learned
+) -> ChunkResult | None:
+    data = chunk if isinstance(chunk, bytes) else read_chunk(spec, offset, chunk)
+    if data is None:
+        return None
+    parser.adopt(seed)
     position = Position(offset, 0, spec.high_offset, spec.pending_starts)
     times = TimeParser(spec.log_timezone)
     reader = make_reader(
         spec.log_format, io.BytesIO(b""), position, times, spec.log_line_prefix, len(data)
     )
     batch = reader.take_chunk(data)
-    parsed = _PARSER.parse(batch.entries)
+    parsed = parser.parse(batch.entries)
     parsed.to_columns(spec.column_types)
     batch.entries = []
-    return ChunkResult(batch, parsed, bool(reader.open_entries()), reader.line)
+    open_at_end = bool(reader.open_entries())
+    return ChunkResult(batch, parsed, open_at_end, reader.line, parser.take_learned())
 
 
 def read_chunk(spec: ChunkSpec, offset: int, length: int) -> bytes | None:
@@ -210,6 +225,8 @@ class ParallelRead:
         self.sequential = sequential
         self.line = position.line  # of the first byte of the next chunk to store
         self.rest: bytes | None = None  # a gzip stream's bytes after the last chunk
+        self.learned: deque[Learned] = deque(maxlen=SHARED_RESULTS)
+        self.parser = BatchParser(spec.run_id, spec.target_id, spec.anonymize)  # while starting
 
     def batches(self) -> Iterator[tuple[Batch, ParsedBatch | None]]:
         """(batch, rows); rows are None for batches read sequentially (the caller parses).
@@ -222,18 +239,32 @@ class ParallelRead:
         pool = ProcessPoolExecutor(
             self.workers, mp_context=context, initializer=start_worker, initargs=(os.getpid(),)
         )
+        with _main_unseen():
+            forkserver.ensure_running()  # the workers' imports run while this process parses
         pending: deque[tuple[int, Future[ChunkResult | None]]] = deque()
+        first: Future[ChunkResult | None] | None = None  # the first chunk sent to a worker
         resume: Position | None = None
         rest_at: int | None = None
+        here = sent = 0  # chunks parsed by this process, by the workers
         try:
             for offset, chunk in self._chunks():
                 if chunk is None:  # the unfinished end of the file
                     rest_at = offset
                     break
-                with _main_unseen():  # a worker starts here, on the first submits
-                    job = pool.submit(parse_chunk, self.spec, offset, chunk)
+                starting = here < STARTUP_CHUNKS and (first is None or not first.done())
+                job: Future[ChunkResult | None] = Future()
+                if starting and (here == 0 or sent >= self.workers):
+                    job.set_result(parse_with(self.parser, self.spec, offset, chunk, self._seed()))
+                    self._learn(job)
+                    here += 1
+                else:
+                    with _main_unseen():  # a worker starts here, on the first submits
+                        job = pool.submit(parse_chunk, self.spec, offset, chunk, self._seed())
+                    first, sent = first or job, sent + 1
                 pending.append((offset, job))
-                while len(pending) > self.workers * IN_FLIGHT_PER_WORKER:
+                while len(pending) > self.workers * IN_FLIGHT_PER_WORKER and (
+                    not starting or pending[0][1].done()
+                ):
                     result, start = self._next(pending)
                     if result is None:
                         resume = start
@@ -277,7 +308,23 @@ class ParallelRead:
             return None, start
         shift_lines(result, self.line)
         self.line += result.lines
+        if result.learned not in self.learned:  # a chunk parsed here told it already
+            self.learned.append(result.learned)
         return result, start
+
+    def _learn(self, job: Future[ChunkResult | None]) -> None:
+        result = job.result()
+        if result is not None and not result.open_at_end:
+            self.learned.append(result.learned)
+
+    def _seed(self) -> Learned:
+        """What the workers learned from the last chunks stored (a worker may have missed it:
+        each chunk goes to whichever worker is free)."""
+        seed = Learned({}, {})
+        for learned in self.learned:
+            seed.templates.update(learned.templates)
+            seed.shapes.update(learned.shapes)
+        return seed
 
     def _chunks(self) -> Iterator[tuple[int, bytes | int | None]]:
         """(where it starts, chunk) for each chunk: a plain file's chunks as their length (the

@@ -72,6 +72,20 @@ class Templates:
 
     def __init__(self) -> None:
         self.known: dict[str, Template | None] = {}
+        self.proven: dict[str, Template] = {}  # checked since `take_proven`
+
+    def take_proven(self) -> dict[str, Template]:
+        """The templates checked since the last call (for other parsers of the log)."""
+        proven, self.proven = self.proven, {}
+        return proven
+
+    def adopt(self, proven: dict[str, Template]) -> None:
+        """Checked templates of another parser, for keys this one has not met."""
+        for key, template in proven.items():
+            if self.known.get(key, False) is False:
+                if len(self.known) > LIMIT:
+                    self.known.clear()
+                self.known[key] = template
 
     def find(self, text: str) -> Found | None:
         """The text's template; None when it has none (or may set a password, or EXPLAIN,
@@ -100,6 +114,8 @@ class Templates:
         elif isinstance(template, Template):
             agrees = (key, sql, literals) == (template.key, template.sql, found.literals)
             self.known[found.key] = template._replace(checked=True) if agrees else None
+            if agrees:
+                self.proven[found.key] = template._replace(checked=True)
 
 
 def template_of(text: str) -> tuple[str, list[tuple[int, int, str]]] | None:
