@@ -99,8 +99,9 @@ def test_bulk_alignment_of_shared_windows_matches_pair_by_pair() -> None:
     ]
     sides = [s for p in tuples for s in (p.baseline, p.candidate)]
     bounds = offsets(np.array([len(s.sample_indices) for s in sides], np.int64))
-    indices = _windows(np.array([i for s in sides for i in s.sample_indices], np.int64), bounds)
-    durations = _windows(np.array([d for s in sides for d in s.durations_ms]), bounds)
+    edges = bounds.tolist()
+    indices = _windows(np.array([i for s in sides for i in s.sample_indices], np.int64), edges)
+    durations = _windows(np.array([d for s in sides for d in s.durations_ms]), edges)
     windowed = [
         SidePair(
             p.query_key,

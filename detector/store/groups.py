@@ -47,7 +47,7 @@ WHERE ($2::VARCHAR[] IS NULL OR query_key IN (SELECT unnest($2::VARCHAR[])))
 _KEY = "query_key, point, target_id, fingerprint"
 _NUMBERS = "duration_ms, planning_ms, total_cost, sample_index"
 _BLOCKS = "coalesce(shared_hit, 0) + coalesce(shared_read, 0)"  # per execution: only its median
-ROWS_PER_READ = 4_000_000  # rows DuckDB sorts at once: the memory it holds after a read
+ROWS_PER_READ = 2_000_000  # rows DuckDB sorts at once: the memory it holds after a read
 
 
 def _queries(source: str, parameters: int) -> tuple[str, str, str]:
