@@ -136,7 +136,7 @@ class BatchParser:
                     queryid,
                     plan_format,
                     analyzed,
-                    plan_settings(body),
+                    None if fast is not None and not fast.settings else plan_settings(body),
                 )
             )
         parsed.ambiguous, self.keys.found_ambiguous = self.keys.found_ambiguous, []

@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 import msgspec
-from msgspec import Struct, field
+from msgspec import Raw, Struct, field
 from msgspec.structs import astuple
 
 
@@ -62,6 +62,7 @@ class EntryDoc(Struct, kw_only=True, gc=False):
     queryid: int | None = field(name="Query Identifier", default=None)
     execution_ms: float | None = field(name="Execution Time", default=None)
     planning_ms: float | None = field(name="Planning Time", default=None)
+    settings: Raw = field(name="Settings", default=Raw())  # empty: none logged
     plan: RootNode = field(name="Plan")
 
 
