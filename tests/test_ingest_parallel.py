@@ -24,10 +24,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent / "fixtures" / "logs"))
 pytestmark = pytest.mark.pg
 
 
-
-
-
-
 def woven(entries: list[bytes]) -> bytes:
     """Plans interleaved with other backends' lines, as stderr logs without a collector show."""
     pieces = []
@@ -111,3 +107,28 @@ def test_a_dying_worker_is_a_clear_error_and_stores_nothing(
         ingest_with(tmp_path / "s.duckdb", log, workers=2)
     assert raised.value.hint is not None and "--jobs 1" in raised.value.hint
     assert consistent(tmp_path / "s.duckdb") == (0, 0)
+
+
+def test_a_chunk_that_cannot_be_read_is_read_sequentially(
+    live_logs: Callable[[int], Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A worker reads its chunk from the file; when that fails (the path names another file
+    now), the ingest goes on sequentially from that chunk and stores the same."""
+    log = tmp_path / "pg.log"
+    log.write_bytes((live_logs(17) / "pg.log").read_bytes())
+    monkeypatch.setattr(autoexplain_log, "PARALLEL_FROM_BYTES", 0)
+    monkeypatch.setattr(log_parallel, "CHUNK_BYTES", 3000)
+    reads: list[int] = []
+    read_chunk = log_parallel.read_chunk
+
+    def second_fails(spec: Any, offset: int, length: int) -> bytes | None:
+        reads.append(offset)  # chunks parsed here, while the workers start
+        return read_chunk(spec, offset, length) if len(reads) == 1 else None
+
+    monkeypatch.setattr(log_parallel, "read_chunk", second_fails)
+    sequential = ingest_with(tmp_path / "sequential.duckdb", log, workers=0)
+    parallel = ingest_with(tmp_path / "parallel.duckdb", log, workers=2)
+    assert len(reads) == 2 and reads[1] > 0
+    assert parallel.plans == sequential.plans > 0
+    assert contents(tmp_path / "parallel.duckdb") == contents(tmp_path / "sequential.duckdb")
+    consistent(tmp_path / "parallel.duckdb")

@@ -253,15 +253,18 @@ class ParallelRead:
                     break
                 starting = here < STARTUP_CHUNKS and (first is None or not first.done())
                 job: Future[ChunkResult | None] = Future()
+                ends = False  # a chunk parsed here that ends the parallel read
                 if starting and (here == 0 or sent >= self.workers):
                     job.set_result(parse_with(self.parser, self.spec, offset, chunk, self._seed()))
-                    self._learn(job)
+                    ends = not self._learn(job)
                     here += 1
                 else:
                     with _main_unseen():  # a worker starts here, on the first submits
                         job = pool.submit(parse_chunk, self.spec, offset, chunk, self._seed())
                     first, sent = first or job, sent + 1
                 pending.append((offset, job))
+                if ends:
+                    break  # read sequentially from this chunk on: no more chunks to the workers
                 while len(pending) > self.workers * IN_FLIGHT_PER_WORKER and (
                     not starting or pending[0][1].done()
                 ):
@@ -312,10 +315,14 @@ class ParallelRead:
             self.learned.append(result.learned)
         return result, start
 
-    def _learn(self, job: Future[ChunkResult | None]) -> None:
+    def _learn(self, job: Future[ChunkResult | None]) -> bool:
+        """What a chunk parsed here learned, for the chunks sent next; False when it ends the
+        parallel read."""
         result = job.result()
-        if result is not None and not result.open_at_end:
-            self.learned.append(result.learned)
+        if result is None or result.open_at_end:
+            return False
+        self.learned.append(result.learned)
+        return True
 
     def _seed(self) -> Learned:
         """What the workers learned from the last chunks stored (a worker may have missed it:
