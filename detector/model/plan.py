@@ -16,6 +16,8 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+import orjson
+
 from detector.errors import PlanshiftError
 
 DISABLE_COST = 1.0e10
@@ -213,12 +215,21 @@ def plan_parameters(raw: Mapping[str, Any]) -> frozenset[int]:
         if isinstance(name, str) and "(returns " in name:
             produced.update(int(n) for n in _PARAMETER.findall(name))
         for key, value in node.items():
-            if key == "Plans" and isinstance(value, list):
-                stack.extend(child for child in value if isinstance(child, Mapping))
-            elif key not in _NOT_EXPRESSIONS:
-                for text in value if isinstance(value, list) else [value]:
-                    if isinstance(text, str) and "$" in text:
-                        found.update(int(n) for n in _PARAMETER.findall(_QUOTED.sub("", text)))
+            # most values are numbers and flags: only strings and lists can hold a `$n`
+            if isinstance(value, str):
+                texts: list[Any] = [value] if "$" in value else []
+            elif isinstance(value, list):
+                if key == "Plans":
+                    stack.extend(child for child in value if isinstance(child, Mapping))
+                    continue
+                texts = value
+            else:
+                continue
+            if key in _NOT_EXPRESSIONS:
+                continue
+            for text in texts:
+                if isinstance(text, str) and "$" in text:
+                    found.update(int(n) for n in _PARAMETER.findall(_QUOTED.sub("", text)))
     return frozenset(found - produced)
 
 
@@ -266,6 +277,18 @@ def parse_node(raw: Mapping[str, Any]) -> PlanNode:
     )
 
 
+def _decoded(document: str | bytes) -> Any:
+    """JSON by orjson (4x faster: the runner parses every measured plan), by the standard
+    library where orjson refuses what PostgreSQL can write (an integer over 64 bits: rows)."""
+    try:
+        return orjson.loads(document)
+    except orjson.JSONDecodeError:
+        try:
+            return json.loads(document)
+        except json.JSONDecodeError as exc:
+            raise PlanshiftError(f"plan is not valid JSON: {exc}") from exc
+
+
 def parse_plan(document: Any) -> Plan:
     """Parse EXPLAIN (FORMAT JSON) output: the top-level list, its single object, or a JSON string.
 
@@ -274,10 +297,7 @@ def parse_plan(document: Any) -> Plan:
     source = None
     if isinstance(document, (str, bytes)):
         source = document.decode() if isinstance(document, bytes) else document
-        try:
-            document = json.loads(document)
-        except json.JSONDecodeError as exc:
-            raise PlanshiftError(f"plan is not valid JSON: {exc}") from exc
+        document = _decoded(document)
     if isinstance(document, list):
         if len(document) != 1:
             raise PlanshiftError(f"expected one plan in EXPLAIN output, found {len(document)}")
