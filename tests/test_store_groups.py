@@ -4,6 +4,7 @@ ORDER BY gives, NULLs and all; a hash shared by two groups falls back to DuckDB'
 from __future__ import annotations
 
 from dataclasses import fields, replace
+from itertools import pairwise
 from pathlib import Path
 
 import numpy as np
@@ -90,20 +91,23 @@ def test_groups_of_one_size_are_moved_as_blocks(
     assert not fast.duration_known.all()
 
 
-def test_reads_split_by_hash_range_give_one_reads_rows(
+def test_reads_split_by_query_key_give_one_reads_rows(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     path = tmp_path / "s.duckdb"
     targets = filled(path)
-    ranges = store_groups._hash_ranges
-    split: list[list[list[int | None]]] = []
+    ranges = store_groups._key_ranges
+    split: list[list[tuple[int, int]]] = []
     monkeypatch.setattr(
-        store_groups, "_hash_ranges", lambda *a: split.append(ranges(*a)) or split[-1]
+        store_groups, "_key_ranges", lambda *a: split.append(ranges(*a)) or split[-1]
     )
     with Store(path, read_only=True) as store:
         whole = store.grouped_samples(targets)
-        for rows in (1, 7, 20):
+        for rows in (1, 7, 20, 30):
             monkeypatch.setattr(store_groups, "ROWS_PER_READ", rows)
             same(whole, store.grouped_samples(targets))
-    assert [len(bounds) for bounds in split] == [1, len(whole.sizes), 7, 3]
-    assert all(b[0][0] is None and b[-1][1] is None for b in split)
+    # 48 rows, 16 of each query key: a read holds whole keys
+    assert [len(parts) for parts in split] == [1, 3, 3, 3, 2]
+    for parts in split:
+        assert parts[0][0] == 0 and parts[-1][1] == len(whole.sizes)
+        assert all(end == first for (_, end), (first, _) in pairwise(parts))

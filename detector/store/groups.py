@@ -51,10 +51,10 @@ ROWS_PER_READ = 2_000_000  # rows DuckDB sorts at once: the memory it holds afte
 
 
 def _queries(source: str, parameters: int) -> tuple[str, str, str]:
-    """The group keys, the samples in key order, and the samples by key hash (those whose
-    hash is in [lo, hi), the next two parameters after `parameters`; NULL is open), from
-    `source`."""
-    lo, hi = f"${parameters + 1}::UBIGINT", f"${parameters + 2}::UBIGINT"
+    """The group keys, the samples in key order, and the samples by key hash of the query
+    keys in [lo, hi) (the two parameters after the first `parameters`; NULL is open), from
+    `source` (which ends in a WHERE clause)."""
+    lo, hi = f"${parameters + 1}::VARCHAR", f"${parameters + 2}::VARCHAR"
     groups = f"""
 SELECT {_KEY}, count(*), dense_rank() OVER (ORDER BY query_key, point) - 1, hash({_KEY}),
     median({_BLOCKS})
@@ -64,8 +64,8 @@ ORDER BY {_KEY}
 """
     samples = f"SELECT {_NUMBERS} {source} ORDER BY {_KEY}, sample_index"
     hashed = f"""
-SELECT * FROM (SELECT {_NUMBERS}, hash({_KEY}) AS key_hash {source})
-WHERE ({lo} IS NULL OR key_hash >= {lo}) AND ({hi} IS NULL OR key_hash < {hi})
+SELECT {_NUMBERS}, hash({_KEY}) AS key_hash
+{source}  AND ({lo} IS NULL OR query_key >= {lo}) AND ({hi} IS NULL OR query_key < {hi})
 ORDER BY key_hash, sample_index
 """
     return groups, samples, hashed
@@ -141,30 +141,68 @@ def _group_order(
     return start
 
 
-def _take(columns: dict[str, Any], start: Ints, sizes: Ints) -> list[Any]:
-    """The four number columns (masked where NULL) with the blocks of rows starting at `start`
-    one after the other, each original dropped as soon as it is reordered (20 million rows:
-    one extra column at a time, not four). Blocks of one size are copied as rows."""
-    names = list(columns)
-    columns.pop(names[4])
+def _read_order(
+    group_hashes: npt.NDArray[np.uint64],
+    sizes: Ints,
+    ranges: list[tuple[int, int]],
+    row_hashes: list[npt.NDArray[np.uint64]],
+) -> Ints | None:
+    """`_group_order` of reads one after the other, each of the groups of one of `ranges`."""
+    starts, done = [], 0
+    for (first, end), hashes in zip(ranges, row_hashes, strict=True):
+        start = _group_order(group_hashes[first:end], sizes[first:end], hashes)
+        if start is None:
+            return None
+        starts.append(start + done)
+        done += len(hashes)
+    return np.concatenate(starts)
+
+
+def _take(parts: list[dict[str, Any]], start: Ints, sizes: Ints) -> list[Any]:
+    """The four number columns (masked where NULL) of the reads, end to end, with the blocks
+    of rows starting at `start` one after the other, each read's column dropped as soon as it
+    is moved (20 million rows: one extra column at a time, not four). Blocks of one size are
+    copied as rows from each read, without joining the reads first."""
+    names = [name for name in parts[0] if name != "key_hash"]
     size = int(sizes[0]) if len(sizes) else 0
-    if size and (sizes == size).all():
-        return [_blocks(columns.pop(name), start, size) for name in names[:4]]
-    order = np.repeat(start - _starts(sizes), sizes) + np.arange(int(sizes.sum()))
-    return [columns.pop(name)[order] for name in names[:4]]
+    if not (size and (sizes == size).all()):
+        columns = _concatenated(parts)
+        order = np.repeat(start - _starts(sizes), sizes) + np.arange(int(sizes.sum()))
+        return [columns.pop(name)[order] for name in names]
+    read_starts = _starts(np.asarray([len(part[names[0]]) for part in parts], np.int64))
+    read_of = np.searchsorted(read_starts, start, side="right") - 1
+    members = [np.flatnonzero(read_of == k) for k in range(len(parts))]
+    out = []
+    for name in names:
+        pieces = [part.pop(name) for part in parts]
+        moved = [
+            _blocks(piece, start[chosen] - first, size)
+            for piece, chosen, first in zip(pieces, members, read_starts.tolist(), strict=True)
+        ]
+        del pieces
+        values = np.empty((len(start), size), np.ma.getdata(moved[0]).dtype)
+        mask = np.zeros(values.shape, np.bool_)
+        for chosen, rows in zip(members, moved, strict=True):
+            values[chosen] = np.ma.getdata(rows).reshape(-1, size)
+            mask[chosen] = np.ma.getmaskarray(rows).reshape(-1, size)
+        out.append(
+            np.ma.MaskedArray(values.ravel(), mask.ravel()) if mask.any() else values.ravel()
+        )
+    return out
 
 
-def _hash_ranges(group_hashes: npt.NDArray[np.uint64], sizes: Ints) -> list[list[int | None]]:
-    """[lo, hi) bounds of key hashes (None: open) splitting the rows into reads of about
-    `ROWS_PER_READ` rows, whole groups each."""
-    total = int(sizes.sum())
-    parts = max(1, -(-total // ROWS_PER_READ))
-    by_hash = np.argsort(group_hashes, kind="stable")
-    rows_before = np.cumsum(sizes[by_hash]) - sizes[by_hash]
-    cuts = np.unique(np.searchsorted(rows_before, np.arange(1, parts) * total / parts))
-    cuts = cuts[(cuts > 0) & (cuts < len(sizes))]
-    bounds: list[int | None] = [None, *group_hashes[by_hash][cuts].tolist(), None]
-    return [[lo, hi] for lo, hi in pairwise(bounds)]
+def _key_ranges(keys: list[str], sizes: Ints) -> list[tuple[int, int]]:
+    """Runs [first, end) of the groups (in key order) of about `ROWS_PER_READ` rows each, cut
+    where the query key changes: each is read apart, by a range of query keys."""
+    total, count = int(sizes.sum()), len(keys)
+    parts = -(-total // ROWS_PER_READ)
+    if parts <= 1:
+        return [(0, count)]
+    names = np.asarray(keys, dtype=object)
+    new_key = np.flatnonzero(names[1:] != names[:-1]) + 1  # groups that start a query key
+    at = np.searchsorted(_starts(sizes)[new_key], np.arange(1, parts) * total / parts)
+    edges = [0, *np.unique(new_key[at[at < len(new_key)]]).tolist(), count]
+    return list(pairwise(edges))
 
 
 def _concatenated(parts: list[dict[str, Any]]) -> dict[str, Any]:
@@ -216,17 +254,23 @@ class StoreGroupsMixin(StoreBase):
             keys, points, targets, fingerprints = (column.tolist() for column in groups[:4])
             sizes, numbers, hashes, blocks = (np.asarray(column) for column in groups[4:])
             sizes, hashes = sizes.astype(np.int64), hashes.astype(np.uint64)
-            columns = _concatenated(
-                [
-                    self._con.execute(hashed_sql, [*parameters, *bounds]).fetchnumpy()
-                    for bounds in _hash_ranges(hashes, sizes)
-                ]
-            )
-            start = _group_order(hashes, sizes, columns["key_hash"]) if columns else None
+            ranges = _key_ranges(keys, sizes)
+            parts = [
+                self._con.execute(
+                    hashed_sql,
+                    [
+                        *parameters,
+                        keys[first] if first > 0 else None,
+                        keys[end] if end < len(keys) else None,
+                    ],
+                ).fetchnumpy()
+                for first, end in ranges
+            ]
+            start = _read_order(hashes, sizes, ranges, [part.pop("key_hash") for part in parts])
             if start is None:  # two groups with one hash: DuckDB sorts (slower, more memory)
-                columns = self._con.execute(samples_sql, parameters).fetchnumpy()
+                parts = [self._con.execute(samples_sql, parameters).fetchnumpy()]
         durations, planning, cost, sample_indices = (
-            list(columns.values())[:4] if start is None else _take(columns, start, sizes)
+            list(parts[0].values())[:4] if start is None else _take(parts, start, sizes)
         )
         shared: dict[str, str] = {}  # one str per distinct key and fingerprint, not per group
         return GroupedSamples(
