@@ -7,7 +7,9 @@ ingest process) read the chunk from the file themselves (a gzip file's chunks ar
 sent by the ingest process) and turn it into store rows as numpy columns (segmenting,
 prefixes, JSON), numbering lines from the chunk's start; the ingest process adds the lines of
 the chunks before it and inserts the batches in file order, one transaction each, as a
-sequential read would.
+sequential read would. While the workers start (their imports take a fraction of a second),
+the ingest process parses the first chunks itself. What a parser learns (proven statement
+templates, plan shapes) goes to the other workers with the chunks sent after it.
 
 A worker reads its chunk as if nothing were open at its start. That holds as long as every
 earlier chunk ended with no plan left open, which is the case unless backends interleaved a
