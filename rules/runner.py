@@ -79,6 +79,8 @@ class RuleRunner:
         a comparison are not called (see `rules.base.rule`)."""
         every = comparisons if isinstance(comparisons, Sequence) else list(comparisons)
         opened = {r.code: r.each(every, o) for r, o in self.rules if r.each is not None}
+        # comparisons for which some `each` gate is open (few: the others skip the gated rules)
+        any_open = list(map(any, zip(*opened.values(), strict=True))) if opened else []
         # per kind: the rules to run, and those to run where their `each` gate is open
         chosen: dict[Kind, tuple[Selected, Selected]] = {}
         held: list[Side] = []  # the sides behind each kind's ids, alive while it is used
@@ -89,7 +91,7 @@ class RuleRunner:
                 found = chosen[kind] = self._select(comparison, kind[2])
                 held += (comparison.baseline, comparison.candidate)
             always, gated = found
-            if gated:
+            if gated and any_open[i]:
                 selected = always + [(r, o) for r, o in gated if opened[r.code][i]]
                 yield self._run(comparison, selected) if selected else []
             else:

@@ -6,6 +6,8 @@ import gc
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
+from itertools import repeat
+from operator import itemgetter
 from typing import Any
 
 from detector.engine.alignment import aligned as aligned  # re-exported: bench/ imports it here
@@ -184,22 +186,31 @@ def compared(
     plan_only = plan_only_timing(options.min_effect)
     approved = options.approved
     tested = attributions or {}
-    return [
-        new_comparison(
-            pair.query_key,
-            pair.query_name,
-            pair.sql,
-            pair.baseline,
-            pair.candidate,
-            plan_only if timing is None else timing,
-            pair.point,
-            None
+    if len(timings) != len(pairs):
+        raise ValueError(f"{len(timings)} timing verdicts for {len(pairs)} queries")
+    columns = {name: list(map(itemgetter(i), pairs)) for i, name in enumerate(SidePair._fields)}
+    keys, points = columns["query_key"], columns["point"]
+    return list(
+        map(
+            new_comparison,
+            keys,
+            columns["query_name"],
+            columns["sql"],
+            columns["baseline"],
+            columns["candidate"],
+            [plan_only if timing is None else timing for timing in timings],
+            points,
+            repeat(None)
             if approved is None
-            else approved.get(approval_key(pair.query_name, pair.point), frozenset()),
-            tested.get(attribution_key(pair.query_key, pair.point)),
+            else [
+                approved.get(approval_key(pair.query_name, pair.point), frozenset())
+                for pair in pairs
+            ],
+            [tested.get(attribution_key(k, p)) for k, p in zip(keys, points, strict=True)]
+            if tested
+            else repeat(None),
         )
-        for pair, timing in zip(pairs, timings, strict=True)
-    ]
+    )
 
 
 def attribution_key(query_key: str, point: str | None) -> str:
