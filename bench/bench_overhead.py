@@ -27,7 +27,9 @@ Figures are printed, never asserted; `os.getloadavg()` is printed beside them.
    set_config(...); EXPLAIN; ROLLBACK), the bare EXPLAIN on the same psycopg connection (a
    reference: psycopg's own cost), `pgbench -n -c 1 -j 1 -T SECONDS` running the same EXPLAIN
    (the target: 80% of it), and pgbench sending planshift's four statements in one pipeline
-   (\\startpipeline, -M extended: what the protocol costs unprepared, without Python);
+   (\\startpipeline, -M extended: what the protocol costs unprepared, without Python), and
+   the whole runner (`run_workload` on the point query with its parameter, one side, no
+   priming: one_statement, the plan parsed, the observation stored);
    `--rounds` rounds, interleaved, medians printed. The cluster has shared_buffers = 512MB and
    its accounts are read into them first: with the default 128MB, scale 10 does not fit, and
    each method's rate depended on the pages the method before it had left in the cache.
@@ -117,6 +119,38 @@ sql = "SELECT count(*), sum(a.abalance) FROM pgbench_accounts a JOIN pgbench_tel
     path = directory / "joins.toml"
     path.write_text(text)
     return path
+
+
+def runner_rate(server: Server, tmp: Path, rows: int, executions: int) -> float:
+    """Executions per second of the whole runner (`run_workload`: the statement, parsing its
+    plan, storing the observation) on the same point query, one side, no priming."""
+    path = tmp / "point.toml"
+    path.write_text(f"""
+[workload]
+name = "bench-overhead-point"
+repetitions = {executions}
+warmup = 0
+prime = false
+
+[variants.point]
+random_page_cost = "{POINT_GUCS["random_page_cost"]}"
+
+[[queries]]
+name = "point"
+sql = "SELECT abalance FROM pgbench_accounts WHERE aid = %(aid)s"
+params = {{ aid = {{ range = [1, {rows}] }} }}
+""")
+    store_path = tmp / "point.duckdb"
+    store_path.unlink(missing_ok=True)
+    ends: list[float] = []  # of every execution
+
+    def executed(_: str, __: int) -> None:
+        ends.append(time.perf_counter())
+
+    with Store(store_path) as store:
+        run_workload(load_workload(path), [server], store, RunOptions(label="rate"), executed)
+    # between the first execution and the last: connecting and storing are not executions
+    return (len(ends) - 1) / (ends[-1] - ends[0])
 
 
 def _toml_gucs(gucs: dict[str, str]) -> str:
@@ -258,6 +292,9 @@ def measure_rates(
         for name, make in loops.items():
             with connect(server) as conn:
                 rates.setdefault(name, []).append(rate_loop(seconds, make(conn), rows))
+        # the runner's own loop, sized to run about as long as the others
+        executions = max(500, int(seconds * statistics.median(rates["planshift"]) * 0.7))
+        rates.setdefault("runner", []).append(runner_rate(server, tmp, rows, executions))
         rates.setdefault("pgbench", []).append(run_pgbench(script, "simple"))
         rates.setdefault("pgbench_pipeline", []).append(run_pgbench(pipelined, "extended"))
         rates.setdefault("load", []).append(os.getloadavg()[0])
@@ -267,6 +304,7 @@ def measure_rates(
 def print_rates(rates: dict[str, list[float]], seconds: float) -> None:
     labels = {
         "planshift": "planshift one_statement (4 statements, 3 prepared, 1 round trip)",
+        "runner": "planshift's runner: one_statement, plan parsed, observation stored",
         "cursors": "the former 5 statements through psycopg cursors, unprepared",
         "four_trips": "old way: BEGIN; set_config; EXPLAIN; ROLLBACK (4 trips)",
         "bare": "bare EXPLAIN on psycopg (reference, no transaction)",
