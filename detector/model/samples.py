@@ -108,3 +108,14 @@ def extremes(sequences: Sequence[Sequence[float]]) -> tuple[list[int], list[floa
         rows = rows_at(array, starts[members], n)
         low[members], high[members] = rows.min(axis=1), rows.max(axis=1)
     return counts.tolist(), low.tolist(), high.tolist()
+
+
+def window_medians(
+    values: npt.NDArray[np.float64], starts: npt.NDArray[np.int64], sizes: npt.NDArray[np.int64]
+) -> npt.NDArray[np.float64]:
+    """The median of each window values[start:start + size], as np.median (NaN when empty)."""
+    medians = np.full(len(sizes), np.nan)
+    for n in np.unique(sizes[sizes > 0]).tolist():
+        members = np.flatnonzero(sizes == n)
+        medians[members] = np.median(rows_at(values, starts[members], n), axis=1)
+    return medians

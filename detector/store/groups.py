@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from detector.model.samples import rows_at
+from detector.model.samples import rows_at, window_medians
 from detector.store.reads import StoreBase
 
 Ints = npt.NDArray[np.int64]
@@ -45,8 +45,10 @@ WHERE ($2::VARCHAR[] IS NULL OR query_key IN (SELECT unnest($2::VARCHAR[])))
 """
 
 _KEY = "query_key, point, target_id, fingerprint"
-_NUMBERS = "duration_ms, planning_ms, total_cost, sample_index"
-_BLOCKS = "coalesce(shared_hit, 0) + coalesce(shared_read, 0)"  # per execution: only its median
+_NUMBERS = (  # the blocks of each execution, for each group's median
+    "duration_ms, planning_ms, total_cost, sample_index, "
+    "coalesce(shared_hit, 0) + coalesce(shared_read, 0) AS shared_blocks"
+)
 ROWS_PER_READ = 2_000_000  # rows DuckDB sorts at once: the memory it holds after a read
 
 
@@ -56,8 +58,7 @@ def _queries(source: str, parameters: int) -> tuple[str, str, str]:
     `source` (which ends in a WHERE clause)."""
     lo, hi = f"${parameters + 1}::VARCHAR", f"${parameters + 2}::VARCHAR"
     groups = f"""
-SELECT {_KEY}, count(*), dense_rank() OVER (ORDER BY query_key, point) - 1, hash({_KEY}),
-    median({_BLOCKS})
+SELECT {_KEY}, count(*), dense_rank() OVER (ORDER BY query_key, point) - 1, hash({_KEY})
 {source}
 GROUP BY {_KEY}
 ORDER BY {_KEY}
@@ -159,9 +160,9 @@ def _read_order(
 
 
 def _take(parts: list[dict[str, Any]], start: Ints, sizes: Ints) -> list[Any]:
-    """The four number columns (masked where NULL) of the reads, end to end, with the blocks
+    """The five number columns (masked where NULL) of the reads, end to end, with the blocks
     of rows starting at `start` one after the other, each read's column dropped as soon as it
-    is moved (20 million rows: one extra column at a time, not four). Blocks of one size are
+    is moved (20 million rows: one extra column at a time, not five). Blocks of one size are
     copied as rows from each read, without joining the reads first."""
     names = [name for name in parts[0] if name != "key_hash"]
     size = int(sizes[0]) if len(sizes) else 0
@@ -252,7 +253,7 @@ class StoreGroupsMixin(StoreBase):
         with self.transaction():  # every read sees the same rows
             groups = list(self._con.execute(group_sql, parameters).fetchnumpy().values())
             keys, points, targets, fingerprints = (column.tolist() for column in groups[:4])
-            sizes, numbers, hashes, blocks = (np.asarray(column) for column in groups[4:])
+            sizes, numbers, hashes = (np.asarray(column) for column in groups[4:])
             sizes, hashes = sizes.astype(np.int64), hashes.astype(np.uint64)
             ranges = _key_ranges(keys, sizes)
             parts = [
@@ -269,16 +270,17 @@ class StoreGroupsMixin(StoreBase):
             start = _read_order(hashes, sizes, ranges, [part.pop("key_hash") for part in parts])
             if start is None:  # two groups with one hash: DuckDB sorts (slower, more memory)
                 parts = [self._con.execute(samples_sql, parameters).fetchnumpy()]
-        durations, planning, cost, sample_indices = (
-            list(parts[0].values())[:4] if start is None else _take(parts, start, sizes)
+        durations, planning, cost, sample_indices, blocks = (
+            list(parts[0].values())[:5] if start is None else _take(parts, start, sizes)
         )
+        blocks = window_medians(np.asarray(blocks, np.float64), _starts(sizes), sizes)
         shared: dict[str, str] = {}  # one str per distinct key and fingerprint, not per group
         return GroupedSamples(
             [shared.setdefault(key, key) for key in keys],
             points,
             targets,
             [shared.setdefault(fingerprint, fingerprint) for fingerprint in fingerprints],
-            np.asarray(blocks, np.float64).reshape(-1),
+            blocks,
             sizes.reshape(-1),
             np.asarray(numbers, np.int64).reshape(-1),
             *_column(durations),
