@@ -128,11 +128,14 @@ def compare_paired_rows(
     if baseline.shape != candidate.shape or baseline.ndim != 2 or baseline.shape[1] == 0:
         raise ValueError("paired rows: two (queries, pairs) arrays of one shape, pairs > 0")
     floors = _floors(noise_floor, len(baseline))
-    logs = np.log(np.maximum(candidate, FLOOR_MS) / np.maximum(baseline, FLOOR_MS))
     step = max(1, _CHUNK_VALUES // baseline.shape[1])
     out: list[TimingComparison] = []
-    for start in range(0, len(logs), step):
-        out += _decide_rows(logs[start : start + step], floors[start : start + step], opts)
+    for start in range(0, len(baseline), step):  # the logs of a chunk at a time
+        chunk = slice(start, start + step)
+        logs = np.log(
+            np.maximum(candidate[chunk], FLOOR_MS) / np.maximum(baseline[chunk], FLOOR_MS)
+        )
+        out += _decide_rows(logs, floors[chunk], opts)
     return out
 
 

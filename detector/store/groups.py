@@ -159,36 +159,31 @@ def _read_order(
     return np.concatenate(starts)
 
 
-def _take(parts: list[dict[str, Any]], start: Ints, sizes: Ints) -> list[Any]:
-    """The five number columns (masked where NULL) of the reads, end to end, with the blocks
-    of rows starting at `start` one after the other, each read's column dropped as soon as it
-    is moved (20 million rows: one extra column at a time, not five). Blocks of one size are
-    copied as rows from each read, without joining the reads first."""
+def _take(
+    parts: list[dict[str, Any]], ranges: list[tuple[int, int]], start: Ints, sizes: Ints
+) -> list[Any]:
+    """The five number columns (masked where NULL) of the reads of the groups of `ranges`, end
+    to end, with the blocks of rows starting at `start` one after the other, each read's
+    column dropped as soon as it is moved (20 million rows: one extra column at a time, not
+    five). Blocks of one size are copied as rows from each read, without joining the reads."""
     names = [name for name in parts[0] if name != "key_hash"]
     size = int(sizes[0]) if len(sizes) else 0
     if not (size and (sizes == size).all()):
         columns = _concatenated(parts)
         order = np.repeat(start - _starts(sizes), sizes) + np.arange(int(sizes.sum()))
         return [columns.pop(name)[order] for name in names]
-    read_starts = _starts(np.asarray([len(part[names[0]]) for part in parts], np.int64))
-    read_of = np.searchsorted(read_starts, start, side="right") - 1
-    members = [np.flatnonzero(read_of == k) for k in range(len(parts))]
+    read_starts = _starts(np.asarray([len(part[names[0]]) for part in parts], np.int64)).tolist()
     out = []
     for name in names:
-        pieces = [part.pop(name) for part in parts]
-        moved = [
-            _blocks(piece, start[chosen] - first, size)
-            for piece, chosen, first in zip(pieces, members, read_starts.tolist(), strict=True)
-        ]
-        del pieces
-        values = np.empty((len(start), size), np.ma.getdata(moved[0]).dtype)
-        mask = np.zeros(values.shape, np.bool_)
-        for chosen, rows in zip(members, moved, strict=True):
-            values[chosen] = np.ma.getdata(rows).reshape(-1, size)
-            mask[chosen] = np.ma.getmaskarray(rows).reshape(-1, size)
-        out.append(
-            np.ma.MaskedArray(values.ravel(), mask.ravel()) if mask.any() else values.ravel()
-        )
+        values = np.empty(len(start) * size, parts[0][name].dtype)
+        mask = None
+        for part, (first, end), done in zip(parts, ranges, read_starts, strict=True):
+            rows = _blocks(part.pop(name), start[first:end] - done, size)
+            values[first * size : end * size] = np.ma.getdata(rows)
+            if np.ma.isMaskedArray(rows):
+                mask = np.zeros(len(values), np.bool_) if mask is None else mask
+                mask[first * size : end * size] = np.ma.getmaskarray(rows)
+        out.append(values if mask is None else np.ma.MaskedArray(values, mask))
     return out
 
 
@@ -271,7 +266,7 @@ class StoreGroupsMixin(StoreBase):
             if start is None:  # two groups with one hash: DuckDB sorts (slower, more memory)
                 parts = [self._con.execute(samples_sql, parameters).fetchnumpy()]
         durations, planning, cost, sample_indices, blocks = (
-            list(parts[0].values())[:5] if start is None else _take(parts, start, sizes)
+            list(parts[0].values())[:5] if start is None else _take(parts, ranges, start, sizes)
         )
         blocks = window_medians(np.asarray(blocks, np.float64), _starts(sizes), sizes)
         shared: dict[str, str] = {}  # one str per distinct key and fingerprint, not per group
