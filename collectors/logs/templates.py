@@ -113,9 +113,10 @@ class Templates:
             self.known[found.key] = Template(key, sql, False) if usable else None
         elif isinstance(template, Template):
             agrees = (key, sql, literals) == (template.key, template.sql, found.literals)
-            self.known[found.key] = template._replace(checked=True) if agrees else None
-            if agrees:
-                self.proven[found.key] = template._replace(checked=True)
+            checked = template._replace(checked=True) if agrees else None
+            self.known[found.key] = checked
+            if checked is not None:
+                self.proven[found.key] = checked
 
 
 def template_of(text: str) -> tuple[str, list[tuple[int, int, str]]] | None:
