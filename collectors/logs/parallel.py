@@ -52,6 +52,7 @@ TAIL_SEARCH = 1 << 16  # where the last boundary of a chunk is looked for first
 IN_FLIGHT_PER_WORKER = 2  # chunks queued per worker: memory stays flat
 PARENT_CHECK_SECONDS = 0.5
 STARTUP_CHUNKS = 8  # at most parsed by the ingest process itself while the workers start
+BEFORE_WORKERS = 2  # of them parsed before the first is sent (which waits for the fork server)
 SHARED_RESULTS = 4  # what the workers learned from this many chunks goes with each new chunk
 
 Sequential = Callable[[BinaryIO, Position], Iterator[Batch]]
@@ -256,7 +257,7 @@ class ParallelRead:
                 starting = here < STARTUP_CHUNKS and (first is None or not first.done())
                 job: Future[ChunkResult | None] = Future()
                 ends = False  # a chunk parsed here that ends the parallel read
-                if starting and (here == 0 or sent >= self.workers):
+                if starting and (here < BEFORE_WORKERS or sent >= self.workers):
                     job.set_result(parse_with(self.parser, self.spec, offset, chunk, self._seed()))
                     ends = not self._learn(job)
                     here += 1
