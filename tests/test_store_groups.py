@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import fields, replace
 from itertools import pairwise
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -98,9 +99,12 @@ def test_reads_split_by_query_key_give_one_reads_rows(
     targets = filled(path)
     ranges = store_groups._key_ranges
     split: list[list[tuple[int, int]]] = []
-    monkeypatch.setattr(
-        store_groups, "_key_ranges", lambda *a: split.append(ranges(*a)) or split[-1]
-    )
+
+    def recorded(*args: Any) -> list[tuple[int, int]]:
+        split.append(ranges(*args))
+        return split[-1]
+
+    monkeypatch.setattr(store_groups, "_key_ranges", recorded)
     with Store(path, read_only=True) as store:
         whole = store.grouped_samples(targets)
         for rows in (1, 7, 20, 30):
