@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from itertools import chain
+from operator import attrgetter
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -63,9 +64,9 @@ def aligned_rows(pairs: Sequence[SidePair]) -> Rows:
 def _same_indices(pairs: Sequence[SidePair]) -> tuple[Rows, list[int]]:
     """The rows of pairs whose two sides are windows of the shared arrays with the same
     strictly increasing, non-negative sample indices; the positions of the other pairs."""
-    sides = [p.baseline for p in pairs] + [p.candidate for p in pairs]
-    indices = shared_windows([s.sample_indices for s in sides])
-    durations = shared_windows([s.durations_ms for s in sides])
+    sides = [*map(attrgetter("baseline"), pairs), *map(attrgetter("candidate"), pairs)]
+    indices = shared_windows(list(map(attrgetter("sample_indices"), sides)))
+    durations = shared_windows(list(map(attrgetter("durations_ms"), sides)))
     if (
         indices is None
         or durations is None
