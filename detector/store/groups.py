@@ -105,7 +105,7 @@ class GroupedSamples:
     planning_ms: npt.NDArray[np.float64]
     planning_known: npt.NDArray[np.bool_]
     total_cost: npt.NDArray[np.float64]
-    sample_indices: npt.NDArray[np.int64]
+    sample_indices: npt.NDArray[np.signedinteger[Any]]  # as stored: INTEGER is int32
 
 
 def _column(values: Any) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.bool_]]:
@@ -281,7 +281,7 @@ class StoreGroupsMixin(StoreBase):
             *_column(durations),
             *_column(planning),
             np.asarray(cost, np.float64),
-            np.asarray(sample_indices, np.int64),
+            np.asarray(np.ma.getdata(sample_indices)),
         )
 
     def query_texts(self) -> dict[str, tuple[str, str]]:
