@@ -36,12 +36,12 @@ from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
-from functools import partial
 from multiprocessing import forkserver
 from typing import BinaryIO
 
 from collectors.logs.batches import BatchParser, Learned, ParsedBatch
-from collectors.logs.formats import BOM, MAX_ENTRY, Batch, Position, stream_error
+from collectors.logs.chunks import ChunkCuts
+from collectors.logs.formats import Batch, Position, stream_error
 from collectors.logs.groups import grouped
 from collectors.logs.prefix import TimeParser
 from collectors.logs.records import make_reader
@@ -186,28 +186,6 @@ def _main_unseen() -> Iterator[None]:
             setattr(main, name, value)
 
 
-def last_boundary(
-    read: Callable[[int, int], bytes | memoryview],
-    start: int,
-    end: int,
-    boundary: re.Pattern[bytes],
-) -> int | None:
-    """Where the last complete entry of the bytes [start, end) ends (just after a boundary
-    newline that is not their last byte, so the next line's first bytes are known); `read`
-    gives the bytes of a range (fewer at the end of the file)."""
-    window = TAIL_SEARCH
-    while True:
-        low = max(start, end - window)
-        piece = read(low, end)
-        found = None
-        for match in boundary.finditer(piece):
-            if match.start() + 1 < len(piece):  # a newline at the very end decides nothing
-                found = low + match.start() + 1
-        if found is not None or low == start:
-            return found
-        window *= 4
-
-
 class ParallelRead:
     """Batches of one file from `position`, in file order, parsed by `workers` processes."""
 
@@ -227,7 +205,8 @@ class ParallelRead:
         self.workers = workers
         self.sequential = sequential
         self.line = position.line  # of the first byte of the next chunk to store
-        self.rest: bytes | None = None  # a gzip stream's bytes after the last chunk
+        plain = spec.path is not None  # else gzip
+        self.cuts = ChunkCuts(stream, position, boundary, plain, CHUNK_BYTES, TAIL_SEARCH)
         self.learned: deque[Learned] = deque(maxlen=SHARED_RESULTS)
         self.parser = BatchParser(spec.run_id, spec.target_id, spec.anonymize)  # while starting
 
@@ -250,7 +229,7 @@ class ParallelRead:
         rest_at: int | None = None
         here = sent = 0  # chunks parsed by this process, by the workers
         try:
-            for offset, chunk in self._chunks():
+            for offset, chunk in self.cuts:
                 if chunk is None:  # the unfinished end of the file
                     rest_at = offset
                     break
@@ -290,8 +269,9 @@ class ParallelRead:
             resume = self._at(rest_at)
         if resume is not None:
             stream = self.stream
-            if self.rest is not None and resume.offset + len(self.rest) == stream.tell():
-                stream = _Rest(self.rest, resume.offset, self.stream)
+            rest = self.cuts.rest
+            if rest is not None and resume.offset + len(rest) == stream.tell():
+                stream = _Rest(rest, resume.offset, self.stream)
             for batch in self.sequential(stream, resume):
                 yield batch, None
 
@@ -336,60 +316,9 @@ class ParallelRead:
             seed.shapes.update(learned.shapes)
         return seed
 
-    def _chunks(self) -> Iterator[tuple[int, bytes | int | None]]:
-        """(where it starts, chunk) for each chunk: a plain file's chunks as their length (the
-        worker reads them), a gzip stream's as bytes; lastly (where the rest starts, None)."""
-        if self.spec.path is None:
-            yield from self._stream_chunks()
-            return
-        handle = self.stream.fileno()
-        offset = self.position.offset
-        if offset == 0 and os.pread(handle, len(BOM), 0) == BOM:
-            offset = len(BOM)
-        size = CHUNK_BYTES
-        while True:
-            cut = last_boundary(partial(_pread, handle), offset, offset + size, self.boundary)
-            if cut is not None:
-                yield offset, cut - offset
-                offset, size = cut, CHUNK_BYTES
-            elif offset + size >= os.fstat(handle).st_size or size > MAX_ENTRY:
-                yield offset, None  # the sequential reader takes over
-                return
-            else:
-                size += CHUNK_BYTES
-
-    def _stream_chunks(self) -> Iterator[tuple[int, bytes | None]]:
-        self.stream.seek(self.position.offset)
-        offset = self.position.offset
-        buffer = b""
-        while True:
-            data = self.stream.read(CHUNK_BYTES)
-            if offset == 0 and data.startswith(BOM):
-                data, offset = data[len(BOM) :], len(BOM)
-            buffer = buffer + data if buffer else data
-            read = partial(_slice, memoryview(buffer))
-            cut = last_boundary(read, 0, len(buffer), self.boundary)
-            if not data or cut is None:
-                if not data or len(buffer) > MAX_ENTRY:  # the sequential reader takes over
-                    self.rest = buffer if not data else b""
-                    yield offset, None
-                    return
-                continue
-            chunk, buffer = buffer[:cut], buffer[cut:]
-            yield offset, chunk
-            offset += len(chunk)
-
     def _at(self, offset: int) -> Position:
         position = self.position
         return Position(offset, self.line, position.high_offset, position.pending_starts)
-
-
-def _pread(handle: int, low: int, high: int) -> bytes:
-    return os.pread(handle, high - low, low)
-
-
-def _slice(view: memoryview, low: int, high: int) -> memoryview:
-    return view[low:high]
 
 
 class _Rest(io.BytesIO):
