@@ -67,7 +67,7 @@ class ParsedBatch:
 
 class Learned(NamedTuple):
     """What one parser of a log learned that spares another the work (`BatchParser.adopt`):
-    proven statement templates and fast-path plan shapes."""
+    statement templates and fast-path plan shapes."""
 
     templates: dict[str, Template]
     shapes: dict[tuple[Any, ...], tuple[str, bool]]
@@ -145,7 +145,7 @@ class BatchParser:
     def take_learned(self) -> Learned:
         """What this parser learned since the last call."""
         shapes, self.new_shapes = self.new_shapes, {}
-        return Learned(self.keys.templates.take_proven(), shapes)
+        return Learned(self.keys.templates.take_new(), shapes)
 
     def adopt(self, learned: Learned) -> None:
         """What another parser of the same log learned (its plan shapes are stored: this one

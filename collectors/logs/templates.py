@@ -72,17 +72,20 @@ class Templates:
 
     def __init__(self) -> None:
         self.known: dict[str, Template | None] = {}
-        self.proven: dict[str, Template] = {}  # checked since `take_proven`
+        self.new: dict[str, Template] = {}  # made or checked since `take_new`
 
-    def take_proven(self) -> dict[str, Template]:
-        """The templates checked since the last call (for other parsers of the log)."""
-        proven, self.proven = self.proven, {}
-        return proven
+    def take_new(self) -> dict[str, Template]:
+        """The templates made or checked since the last call (for other parsers of the log)."""
+        new, self.new = self.new, {}
+        return new
 
-    def adopt(self, proven: dict[str, Template]) -> None:
-        """Checked templates of another parser, for keys this one has not met."""
-        for key, template in proven.items():
-            if self.known.get(key, False) is False:
+    def adopt(self, templates: dict[str, Template]) -> None:
+        """Another parser's templates, for keys this one has not met or not checked: a
+        template made there is checked by this parser's next text of it, as by its own."""
+        for key, template in templates.items():
+            known = self.known.get(key, False)
+            upgrade = isinstance(known, Template) and template.checked and not known.checked
+            if known is False or upgrade:
                 if len(self.known) > LIMIT:
                     self.known.clear()
                 self.known[key] = template
@@ -110,13 +113,16 @@ class Templates:
                 self.known.clear()
             text_literals = plain and literals == found.literals
             usable = text_literals and provable(found.text, found.constants)
-            self.known[found.key] = Template(key, sql, False) if usable else None
+            made = Template(key, sql, False) if usable else None
+            self.known[found.key] = made
+            if made is not None:
+                self.new[found.key] = made
         elif isinstance(template, Template):
             agrees = (key, sql, literals) == (template.key, template.sql, found.literals)
             checked = template._replace(checked=True) if agrees else None
             self.known[found.key] = checked
             if checked is not None:
-                self.proven[found.key] = checked
+                self.new[found.key] = checked
 
 
 def template_of(text: str) -> tuple[str, list[tuple[int, int, str]]] | None:
