@@ -271,10 +271,10 @@ class StoreGroupsMixin(StoreBase):
         blocks = window_medians(np.asarray(blocks, np.float64), _starts(sizes), sizes)
         shared: dict[str, str] = {}  # one str per distinct key and fingerprint, not per group
         return GroupedSamples(
-            [shared.setdefault(key, key) for key in keys],
+            list(map(shared.setdefault, keys, keys)),
             points,
             targets,
-            [shared.setdefault(fingerprint, fingerprint) for fingerprint in fingerprints],
+            list(map(shared.setdefault, fingerprints, fingerprints)),
             blocks,
             sizes.reshape(-1),
             np.asarray(numbers, np.int64).reshape(-1),
