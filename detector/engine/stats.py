@@ -458,7 +458,7 @@ def _with_q_value(result: TimingComparison, q_value: float) -> TimingComparison:
 
 
 def _set_q_value(result: TimingComparison, q_value: float) -> TimingComparison:
-    _SET_Q_VALUE(result, q_value)
+    object.__setattr__(result, "q_value", q_value)  # frozen to everyone but its maker
     return result
 
 
@@ -466,4 +466,3 @@ _TIMING_NAMES = [f.name for f in fields(TimingComparison)]
 _TIMING_FIELDS = attrgetter(*_TIMING_NAMES)
 _Q_VALUE = _TIMING_NAMES.index("q_value")
 _P_VALUE = attrgetter("p_value")
-_SET_Q_VALUE: Callable[[TimingComparison, float], None] = vars(TimingComparison)["q_value"].__set__
