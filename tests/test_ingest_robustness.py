@@ -145,3 +145,27 @@ def test_an_ingest_killed_midway_leaves_a_consistent_store_and_resumes(
     with Store(store, read_only=True) as db:
         assert [run.status for run in db.runs()] == ["failed", "complete"]
         assert db.runs()[0].note
+
+
+def test_a_large_log_ingests_where_a_directory_shadows_planshifts_packages(
+    live_logs: Callable[[int], Path], tmp_path: Path
+) -> None:
+    """The parsing workers import planshift, not a `collectors/` or `rules/` of the directory
+    the user runs planshift from (the fork server's `python -c` put it first on their path)."""
+    for package in ("collectors", "detector", "rules"):
+        (tmp_path / package).mkdir()
+        (tmp_path / package / "__init__.py").write_text('"""Not planshift\'s."""\n')
+    log = tmp_path / "big.log"
+    written = replicate(plan_entries(live_logs(17) / "pg.log"), log, 40 << 20, seed=4)
+    planshift = Path(sys.executable).with_name("planshift")  # the installed console script
+    command = [str(planshift), "ingest", log.name, "--store", "s.duckdb", "--jobs", "2"]
+    as_a_user = {k: v for k, v in os.environ.items() if k != "PYTHONSAFEPATH"}  # conftest's
+    done = subprocess.run(
+        [*command, "--log-line-prefix", PREFIX],
+        cwd=tmp_path,
+        env=as_a_user,
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 0, done.stderr
+    assert consistent(tmp_path / "s.duckdb") == (written, 0)

@@ -27,6 +27,7 @@ import io
 import multiprocessing
 import os
 import re
+import site
 import sys
 import threading
 import time
@@ -37,6 +38,7 @@ from concurrent.futures.process import BrokenProcessPool
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from multiprocessing import forkserver
+from pathlib import Path
 from typing import BinaryIO
 
 from collectors.logs.batches import BatchParser, Learned, ParsedBatch
@@ -186,6 +188,30 @@ def _main_unseen() -> Iterator[None]:
             setattr(main, name, value)
 
 
+@contextmanager
+def _planshift_imported() -> Iterator[None]:
+    """A fork server that imports this process's planshift. It runs `python -c`, which puts the
+    working directory first on its import path (Python 3.11 does not apply the sys.path
+    multiprocessing hands it): a `collectors/` directory where the user stands was imported
+    instead, and every worker died. It starts without the working directory
+    (PYTHONSAFEPATH) and, when planshift is not installed but imported from a checkout, with
+    that checkout first."""
+    root = os.path.realpath(Path(__file__).parents[2])
+    installed = {os.path.realpath(path) for path in site.getsitepackages()}
+    saved = {name: os.environ.get(name) for name in ("PYTHONSAFEPATH", "PYTHONPATH")}
+    os.environ["PYTHONSAFEPATH"] = "1"
+    if root not in installed:
+        os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, (root, saved["PYTHONPATH"])))
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+
 class ParallelRead:
     """Batches of one file from `position`, in file order, parsed by `workers` processes."""
 
@@ -221,7 +247,7 @@ class ParallelRead:
         pool = ProcessPoolExecutor(
             self.workers, mp_context=context, initializer=start_worker, initargs=(os.getpid(),)
         )
-        with _main_unseen():
+        with _main_unseen(), _planshift_imported():
             forkserver.ensure_running()  # the workers' imports run while this process parses
         pending: deque[tuple[int, Future[ChunkResult | None]]] = deque()
         first: Future[ChunkResult | None] | None = None  # the first chunk sent to a worker
