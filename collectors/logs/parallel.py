@@ -22,23 +22,16 @@ line without its newline) is read sequentially too.
 
 from __future__ import annotations
 
-import gc
 import io
 import multiprocessing
 import os
 import re
-import site
-import sys
-import threading
-import time
 from collections import deque
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
-from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from multiprocessing import forkserver
-from pathlib import Path
 from typing import BinaryIO
 
 from collectors.logs.batches import BatchParser, Learned, ParsedBatch
@@ -46,13 +39,13 @@ from collectors.logs.chunks import ChunkCuts
 from collectors.logs.formats import Batch, Position, stream_error
 from collectors.logs.groups import grouped
 from collectors.logs.prefix import TimeParser
+from collectors.logs.processes import main_unseen, planshift_imported, start_worker
 from collectors.logs.records import make_reader
 from detector.errors import PlanshiftError
 
 CHUNK_BYTES = 8 << 20
 TAIL_SEARCH = 1 << 16  # where the last boundary of a chunk is looked for first
 IN_FLIGHT_PER_WORKER = 2  # chunks queued per worker: memory stays flat
-PARENT_CHECK_SECONDS = 0.5
 STARTUP_CHUNKS = 8  # at most parsed by the ingest process itself while the workers start
 BEFORE_WORKERS = 2  # of them parsed before the first is sent (which waits for the fork server)
 SHARED_RESULTS = 4  # what the workers learned from this many chunks goes with each new chunk
@@ -87,22 +80,6 @@ class ChunkResult:
 
 
 _PARSER: BatchParser | None = None
-
-
-def start_worker(parent: int) -> None:
-    """Worker set-up: the ingest process's GC settings, and exit if that process dies (a
-    killed ingest must not leave workers behind)."""
-    gc.set_threshold(50_000, 20, 50)  # as the ingest process: many short-lived dicts
-
-    def watch() -> None:
-        while True:
-            time.sleep(PARENT_CHECK_SECONDS)
-            try:
-                os.kill(parent, 0)
-            except ProcessLookupError:
-                os._exit(1)
-
-    threading.Thread(target=watch, name="planshift-parent-watch", daemon=True).start()
 
 
 def parse_chunk(
@@ -169,49 +146,6 @@ def shift_lines(result: ChunkResult, lines: int) -> None:
         parsed.columns.entries["line"] = parsed.columns.entries["line"] + lines
 
 
-@contextmanager
-def _main_unseen() -> Iterator[None]:
-    """Workers that do not run the main script's imports (multiprocessing would, to find
-    functions defined there: the CLI and DuckDB, ~0.2 s of CPU and memory per worker)."""
-    main = sys.modules.get("__main__")
-    saved = {
-        name: main.__dict__[name]
-        for name in ("__file__", "__spec__")
-        if main and name in main.__dict__
-    }
-    try:
-        for name in saved:
-            setattr(main, name, None) if name == "__spec__" else delattr(main, name)
-        yield
-    finally:
-        for name, value in saved.items():
-            setattr(main, name, value)
-
-
-@contextmanager
-def _planshift_imported() -> Iterator[None]:
-    """A fork server that imports this process's planshift. It runs `python -c`, which puts the
-    working directory first on its import path (Python 3.11 does not apply the sys.path
-    multiprocessing hands it): a `collectors/` directory where the user stands was imported
-    instead, and every worker died. It starts without the working directory
-    (PYTHONSAFEPATH) and, when planshift is not installed but imported from a checkout, with
-    that checkout first."""
-    root = os.path.realpath(Path(__file__).parents[2])
-    installed = {os.path.realpath(path) for path in site.getsitepackages()}
-    saved = {name: os.environ.get(name) for name in ("PYTHONSAFEPATH", "PYTHONPATH")}
-    os.environ["PYTHONSAFEPATH"] = "1"
-    if root not in installed:
-        os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, (root, saved["PYTHONPATH"])))
-    try:
-        yield
-    finally:
-        for name, value in saved.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
-
-
 class ParallelRead:
     """Batches of one file from `position`, in file order, parsed by `workers` processes."""
 
@@ -247,7 +181,7 @@ class ParallelRead:
         pool = ProcessPoolExecutor(
             self.workers, mp_context=context, initializer=start_worker, initargs=(os.getpid(),)
         )
-        with _main_unseen(), _planshift_imported():
+        with main_unseen(), planshift_imported():
             forkserver.ensure_running()  # the workers' imports run while this process parses
         pending: deque[tuple[int, Future[ChunkResult | None]]] = deque()
         first: Future[ChunkResult | None] | None = None  # the first chunk sent to a worker
@@ -267,7 +201,7 @@ class ParallelRead:
                     ends = not self._learn(job)
                     here += 1
                 else:
-                    with _main_unseen():  # a worker starts here, on the first submits
+                    with main_unseen():  # a worker starts here, on the first submits
                         job = pool.submit(parse_chunk, self.spec, offset, chunk, self._seed())
                     first, sent = first or job, sent + 1
                 pending.append((offset, job))
