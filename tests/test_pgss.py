@@ -121,12 +121,9 @@ def test_a_read_stored_from_its_json_gives_the_same_deltas(
         with psycopg.connect(dsn, autocommit=True) as conn:
             reads.append(read_pgss(conn))
     documents = json.loads(json.dumps([read_as_json(read) for read in reads]))
-    assert [read_from_json(document) for document in documents] == reads
-    for name, kept in (("live", reads), ("json", [read_from_json(d) for d in documents])):
-        for read in kept:
-            store_snapshot(tmp_path / f"{name}.duckdb", read, "prod", QUIET)
-    deltas = []
-    for name in ("live", "json"):
-        with Store(tmp_path / f"{name}.duckdb", read_only=True) as db:
-            deltas.append(ours(store_pgss_deltas(db, "prod")))
-    assert [d.calls for d in deltas[0]] == [3, 2] and deltas[0] == deltas[1]
+    restored = [read_from_json(document) for document in documents]
+    assert restored == reads
+    for read in restored:
+        store_snapshot(tmp_path / "s.duckdb", read, "prod", QUIET)
+    with Store(tmp_path / "s.duckdb", read_only=True) as db:
+        assert [d.calls for d in ours(store_pgss_deltas(db, "prod"))] == [3, 2]

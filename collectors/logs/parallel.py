@@ -161,7 +161,6 @@ class ParallelRead:
         self.stream = stream
         self.position = position
         self.spec = spec
-        self.boundary = boundary
         self.workers = workers
         self.sequential = sequential
         self.line = position.line  # of the first byte of the next chunk to store

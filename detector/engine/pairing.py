@@ -102,15 +102,16 @@ def pair_sides(
     """Queries (and points) measured on both sides, ordered by name and numeric point. Sides
     are two targets, or two time windows of logged executions (`windows`, under their ids)."""
     ids = [w.side_id for w in windows] if windows else [baseline.target_id, candidate.target_id]
-    texts = None if query is None else store.query_texts()
-    keys = None
-    if query is not None and texts is not None:
+    texts: dict[str, tuple[str, str]] | None = None
+    keys: list[str] | None = None
+    if query is not None:  # else the texts are read after the build's peak
+        texts = store.query_texts()
         keys = [query, *(k for k, (n, _) in texts.items() if n == query)]
     index = BulkSides(store.grouped_samples(ids, keys, windows))
     # log observations keep no per-target plan examples: each shape's first EXPLAIN is used
     plans = Plans(store, [] if windows else ids)
     sides = index.build({ids[0]: baseline, ids[1]: candidate}, plans)
-    texts = store.query_texts() if texts is None else texts  # read after the build's peak
+    texts = store.query_texts() if texts is None else texts
     g = index.grouped
     firsts, bases, cands = index.pairs(ids[0], ids[1])
     keys = list(map(g.query_keys.__getitem__, firsts))
