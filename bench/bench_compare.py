@@ -158,29 +158,34 @@ def rss_mb() -> float:
 
 
 @contextmanager
-def phase_clock() -> Iterator[dict[str, float]]:
-    """Wall time per phase of the next comparisons, by wrapping the functions of PHASE_OF."""
+def phase_clock() -> Iterator[tuple[dict[str, float], dict[str, float]]]:
+    """Wall and CPU time per phase of the next comparisons, by wrapping the functions of
+    PHASE_OF (CPU time is the process's: DuckDB's threads count, another program's load not)."""
     spent: dict[str, float] = defaultdict(float)
+    spent_cpu: dict[str, float] = defaultdict(float)
     resident = RESIDENT
     resident.clear()
-    stack: list[float] = []  # time inside nested timed calls, per open call
+    stack: list[list[float]] = []  # wall and CPU time inside nested timed calls, per open call
 
     def timed(phase: str, function: Callable[..., Any]) -> Callable[..., Any]:
         @functools.wraps(function)
         def wrapper(*args: Any, **kwargs: Any) -> Any:
-            stack.append(0.0)
+            stack.append([0.0, 0.0])
             RUNNING.append(phase)
-            started = time.perf_counter()
+            started, used = time.perf_counter(), time.process_time()
             try:
                 return function(*args, **kwargs)
             finally:
                 RUNNING.pop()
                 elapsed = time.perf_counter() - started
-                nested = stack.pop()
+                cpu = time.process_time() - used
+                nested, nested_cpu = stack.pop()
                 spent[phase] += elapsed - nested
+                spent_cpu[phase] += cpu - nested_cpu
                 resident[phase] = max(resident.get(phase, 0.0), rss_mb())
                 if stack:
-                    stack[-1] += elapsed
+                    stack[-1][0] += elapsed
+                    stack[-1][1] += cpu
 
         return wrapper
 
@@ -200,7 +205,7 @@ def phase_clock() -> Iterator[dict[str, float]]:
             continue
         setattr(owner, name, timed(phase, originals[(owner, name)]))
     try:
-        yield spent
+        yield spent, spent_cpu
     finally:
         done.set()
         sampler.join()
@@ -297,20 +302,23 @@ def main() -> None:
         if args.profile:
             profile(args.profile, compare)
             return
-        timings, cpu, phases = [], [], []
+        timings, cpu, phases, phases_cpu = [], [], [], []
         result = None
         for run in range(args.repeat):
             result = None  # the previous run's objects are freed before the clock starts
-            with phase_clock() as spent:
+            with phase_clock() as (spent, spent_cpu):
                 started, used = time.perf_counter(), time.process_time()
                 result = compare()
                 timings.append(time.perf_counter() - started)
                 cpu.append(time.process_time() - used)
             phases.append(dict(spent))
+            phases_cpu.append(dict(spent_cpu))
             print(
                 f"  run {run + 1}: {timings[-1]:.2f} s ({cpu[-1]:.2f} s CPU), "
                 f"load {os.getloadavg()[0]:.2f}; "
                 + ", ".join(f"{k} {v:.2f}" for k, v in spent.items())
+                + "; CPU "
+                + ", ".join(f"{k} {v:.2f}" for k, v in spent_cpu.items())
             )
         assert result is not None
         paired = sum(q.timing.paired for q in result.queries)
@@ -330,6 +338,12 @@ def main() -> None:
             "phases (median s): "
             + ", ".join(f"{k} {v:.2f}" for k, v in medians.items())
             + f", other {other:.2f}"
+        )
+        cpu_medians = {k: statistics.median(p.get(k, 0.0) for p in phases_cpu) for k in names}
+        print(
+            "phases CPU (median s): "
+            + ", ".join(f"{k} {v:.2f}" for k, v in cpu_medians.items())
+            + f", other {statistics.median(cpu) - sum(cpu_medians.values()):.2f}"
         )
         print(
             f"verdicts: {result.verdict_counts()} (paired: {paired:,}); "
