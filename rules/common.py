@@ -63,20 +63,28 @@ def near_tie(comparison: QueryComparison, threshold: float) -> tuple[bool, float
     Sides of one interleaved run planned the same parameter values for sample i: the median of
     those per-sample cost gaps does not move with which parameters each side's dominant plan
     happened to get. Otherwise the dominant plans' median costs are compared."""
+    if _LAST_TIE and _LAST_TIE[0][0] is comparison and _LAST_TIE[0][1] == threshold:
+        return _LAST_TIE[0][2]
     base_samples = comparison.baseline.by_sample()
     cand_samples = comparison.candidate.by_sample()
-    common = sorted(set(base_samples) & set(cand_samples))
+    common = sorted(base_samples.keys() & cand_samples.keys())
     if common:
-        gaps = sorted(
-            relative_gap(normalized_cost(base_samples[i][1]), normalized_cost(cand_samples[i][1]))
-            for i in common
-        )
-        base = statistics.median(normalized_cost(base_samples[i][1]) for i in common)
-        cand = statistics.median(normalized_cost(cand_samples[i][1]) for i in common)
-        return statistics.median(gaps) < threshold, base, cand
-    base = plan_cost(comparison.baseline.dominant)
-    cand = plan_cost(comparison.candidate.dominant)
-    return relative_gap(base, cand) < threshold, base, cand
+        base_costs = [normalized_cost(base_samples[i][1]) for i in common]
+        cand_costs = [normalized_cost(cand_samples[i][1]) for i in common]
+        gaps = list(map(relative_gap, base_costs, cand_costs))
+        base, cand = statistics.median(base_costs), statistics.median(cand_costs)
+        tied = statistics.median(gaps) < threshold
+    else:
+        base = plan_cost(comparison.baseline.dominant)
+        cand = plan_cost(comparison.candidate.dominant)
+        tied = relative_gap(base, cand) < threshold
+    _LAST_TIE[:] = [(comparison, threshold, (tied, base, cand))]
+    return tied, base, cand
+
+
+# the comparison and threshold near_tie last answered, and its answer: a plan flip's rules
+# ask in turn about the same comparison
+_LAST_TIE: list[tuple[QueryComparison, float, tuple[bool, float, float]]] = []
 
 
 @dataclass(frozen=True)

@@ -48,6 +48,7 @@ from detector.engine.stats import (
     Ints,
     Options,
     decide,
+    row_medians,
     unchanged_reason,
 )
 from detector.model.bulk import builder
@@ -150,9 +151,9 @@ def biweight_t(rows: Floats) -> tuple[Floats, Floats, float, Ints]:
     """Per row: (biweight location, its standard error, degrees of freedom of its t, how many
     pairs the standard error counts: those within `SCALE_C` MADs of the location)."""
     n = rows.shape[1]
-    median = np.median(rows, axis=1)
+    median = row_medians(rows)
     deviation = np.abs(rows - median[:, None])
-    mad = np.median(deviation, axis=1)
+    mad = row_medians(deviation)
     # more than half the ratios equal (timings at the clock's resolution): their mean
     # absolute deviation scales the rest; all equal: no spread at all
     scale = np.where(mad > 0, mad, deviation.mean(axis=1))

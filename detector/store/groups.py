@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import pairwise
+from operator import ne
 from typing import Any
 
 import numpy as np
@@ -58,7 +59,7 @@ def _queries(source: str, parameters: int) -> tuple[str, str, str]:
     `source` (which ends in a WHERE clause)."""
     lo, hi = f"${parameters + 1}::VARCHAR", f"${parameters + 2}::VARCHAR"
     groups = f"""
-SELECT {_KEY}, count(*), dense_rank() OVER (ORDER BY query_key, point) - 1, hash({_KEY})
+SELECT {_KEY}, count(*), hash({_KEY})
 {source}
 GROUP BY {_KEY}
 ORDER BY {_KEY}
@@ -106,6 +107,15 @@ class GroupedSamples:
     planning_known: npt.NDArray[np.bool_]
     total_cost: npt.NDArray[np.float64]
     sample_indices: npt.NDArray[np.signedinteger[Any]]  # as stored: INTEGER is int32
+
+
+def _query_numbers(keys: list[str], points: list[str | None]) -> Ints:
+    """The distinct (query key, point) counted from 0 in group order, where they run
+    (DuckDB's dense_rank over the groups sorts them once more)."""
+    count = max(len(keys) - 1, 0)
+    changed = np.fromiter(map(ne, keys[1:], keys[:-1]), np.bool_, count)
+    changed |= np.fromiter(map(ne, points[1:], points[:-1]), np.bool_, count)
+    return np.concatenate(([0], np.cumsum(changed, dtype=np.int64)))[: len(keys)]
 
 
 def _column(values: Any) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.bool_]]:
@@ -248,7 +258,7 @@ class StoreGroupsMixin(StoreBase):
         with self.transaction():  # every read sees the same rows
             groups = list(self._con.execute(group_sql, parameters).fetchnumpy().values())
             keys, points, targets, fingerprints = (column.tolist() for column in groups[:4])
-            sizes, numbers, hashes = (np.asarray(column) for column in groups[4:])
+            sizes, hashes = (np.asarray(column) for column in groups[4:])
             sizes, hashes = sizes.astype(np.int64), hashes.astype(np.uint64)
             ranges = _key_ranges(keys, sizes)
             parts = [
@@ -277,7 +287,7 @@ class StoreGroupsMixin(StoreBase):
             list(map(shared.setdefault, fingerprints, fingerprints)),
             blocks,
             sizes.reshape(-1),
-            np.asarray(numbers, np.int64).reshape(-1),
+            _query_numbers(keys, points),
             *_column(durations),
             *_column(planning),
             np.asarray(cost, np.float64),
@@ -286,8 +296,9 @@ class StoreGroupsMixin(StoreBase):
 
     def query_texts(self) -> dict[str, tuple[str, str]]:
         """(name, SQL) per query key: what a comparison shows of its queries."""
-        rows = self._con.execute("SELECT query_key, name, sql FROM queries").fetchall()
-        return {key: (name, sql) for key, name, sql in rows}
+        columns = self._con.execute("SELECT query_key, name, sql FROM queries").fetchnumpy()
+        keys, names, texts = (column.tolist() for column in columns.values())
+        return dict(zip(keys, zip(names, texts, strict=True), strict=True))
 
     def plan_examples(
         self, target_ids: Sequence[int]
