@@ -19,7 +19,9 @@ context is identical and a constant's content cannot end it early or join a neig
 the same way (the grammar chooses by token kinds), and differs only in A_Const values, which the
 fingerprint ignores; its normalized SQL is the template's, its literals are its own constants.
 The second text of each template is also computed the full way and compared (a check in
-production, not only in tests): a template that disagrees is dropped for good.
+production, not only in tests): a template that disagrees is dropped for good. (a) and (b) are
+proven for the first text when the second arrives: most templates of a log never get a
+second text, and proving costs more than identifying.
 """
 
 from __future__ import annotations
@@ -41,12 +43,14 @@ _KINDS = {"i": "ICONST", "f": "FCONST", "s": "SCONST"}
 _MARKS = {"i": "\x00i", "f": "\x00f", "s": "\x00s"}
 _CONSTANTS = frozenset({"ICONST", "FCONST", "SCONST", "BCONST", "XCONST", "USCONST"})
 LIMIT = 50_000
+PROVE_LATER_CHARS = 4096  # a longer first text is proven at once: not kept for later
 
 
 class Template(NamedTuple):
     key: str  # the fingerprint of its texts
     sql: str  # their normalized SQL
     checked: bool  # a second text was identified the full way and agreed
+    first: tuple[str, list[tuple[int, int, str]]] | None = None  # text, constants: to prove
 
 
 class Found(NamedTuple):
@@ -105,21 +109,27 @@ class Templates:
     def learn(
         self, found: Found, key: str, sql: str, literals: tuple[str, ...], plain: bool
     ) -> None:
-        """After a full identification of the text: its template's first text makes it (when
-        `provable`), the second checks it; one that disagrees is dropped for good."""
+        """After a full identification of the text: its template's first text makes it, the
+        second checks it and proves the first (`provable`); one that fails is dropped for good."""
         template = found.template
         if template is False:
             if len(self.known) > LIMIT:
                 self.known.clear()
-            text_literals = plain and literals == found.literals
-            usable = text_literals and provable(found.text, found.constants)
-            made = Template(key, sql, False) if usable else None
+            made: Template | None = None
+            if plain and literals == found.literals:
+                if len(found.text) > PROVE_LATER_CHARS:
+                    if provable(found.text, found.constants):
+                        made = Template(key, sql, False)
+                else:
+                    made = Template(key, sql, False, (found.text, found.constants))
             self.known[found.key] = made
             if made is not None:
                 self.new[found.key] = made
         elif isinstance(template, Template):
             agrees = (key, sql, literals) == (template.key, template.sql, found.literals)
-            checked = template._replace(checked=True) if agrees else None
+            if agrees and template.first is not None:
+                agrees = provable(*template.first)
+            checked = Template(template.key, template.sql, True) if agrees else None
             self.known[found.key] = checked
             if checked is not None:
                 self.new[found.key] = checked

@@ -48,11 +48,13 @@ def user_tables(con: Any) -> set[str]:
 
 def refuse_code(con: Any, path: Path, migrations: Sequence[Migration]) -> None:
     """Macros, generated columns and views named like planshift's tables run when read."""
-    ours = set(reference_columns(tuple(migrations)))
     rows = con.execute(
-        "SELECT schema_name, view_name FROM duckdb_views() WHERE NOT internal"
+        "SELECT view_name FROM duckdb_views() WHERE NOT internal AND schema_name = 'main'"
     ).fetchall()
-    views = [name for schema, name in rows if schema == "main" and name in ours]
+    views: list[str] = []
+    if rows:  # the reference schema (~0.1 s of CPU) only when there are views to judge
+        ours = set(reference_columns(tuple(migrations)))
+        views = [name for (name,) in rows if name in ours]
     found = [("view", views)] + [
         (kind, [row[0] for row in con.execute(sql).fetchall()]) for kind, sql in _CODE_OBJECTS
     ]
