@@ -20,6 +20,7 @@ from typing import Any
 
 from detector.errors import PlanshiftError
 from detector.model import Finding, QueryComparison, Severity
+from detector.model.bulk import builder
 
 OptionValue = float | int | str | bool
 CheckFn = Callable[[QueryComparison, Mapping[str, Any]], Iterable[Finding]]
@@ -107,15 +108,19 @@ class Rule:
         severity: Severity | None = None,
     ) -> Finding:
         """A finding of this rule for `comparison` (default severity unless one is given)."""
-        return Finding(
-            code=self.code,
-            name=self.name,
-            severity=self.severity if severity is None else severity,
-            query_key=comparison.query_key,
-            query_name=comparison.query_name,
-            message=message,
-            evidence=dict(evidence),
+        return _new_finding(
+            self.code,
+            self.name,
+            self.severity if severity is None else severity,
+            comparison.query_key,
+            comparison.query_name,
+            message,
+            dict(evidence),
+            None,  # point: the comparison's, filled in by whoever ran the rules
         )
+
+
+_new_finding = builder(Finding)
 
 
 def _coerce(rule: Rule, key: str, default: OptionValue, value: Any) -> OptionValue:

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from detector.model.samples import rows_at, window_medians
+from detector.model.samples import rows_at
 from detector.store.reads import StoreBase
 
 Ints = npt.NDArray[np.int64]
@@ -116,6 +116,19 @@ def _query_numbers(keys: list[str], points: list[str | None]) -> Ints:
     changed = np.fromiter(map(ne, keys[1:], keys[:-1]), np.bool_, count)
     changed |= np.fromiter(map(ne, points[1:], points[:-1]), np.bool_, count)
     return np.concatenate(([0], np.cumsum(changed, dtype=np.int64)))[: len(keys)]
+
+
+def _group_medians(values: npt.NDArray[np.float64], sizes: Ints) -> npt.NDArray[np.float64]:
+    """np.median of each group's rows (NaN for none, or with a NaN), from a sort of the groups
+    of each size: numpy sorts short rows about three times faster than np.median partitions
+    them (samples.window_medians)."""
+    medians, starts = np.full(len(sizes), np.nan), _starts(sizes)
+    for n in np.unique(sizes[sizes > 0]).tolist():
+        members = np.flatnonzero(sizes == n)
+        rows = np.sort(rows_at(values, starts[members], n), axis=1)  # NaN last
+        middle = (rows[:, (n - 1) // 2] + rows[:, n // 2]) / 2
+        medians[members] = np.where(np.isnan(rows[:, -1]), np.nan, middle)
+    return medians
 
 
 def _column(values: Any) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.bool_]]:
@@ -278,7 +291,7 @@ class StoreGroupsMixin(StoreBase):
         durations, planning, cost, sample_indices, blocks = (
             list(parts[0].values())[:5] if start is None else _take(parts, ranges, start, sizes)
         )
-        blocks = window_medians(np.asarray(blocks, np.float64), _starts(sizes), sizes)
+        blocks = _group_medians(np.asarray(blocks, np.float64), sizes)
         shared: dict[str, str] = {}  # one str per distinct key and fingerprint, not per group
         return GroupedSamples(
             list(map(shared.setdefault, keys, keys)),
