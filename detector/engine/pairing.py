@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from operator import attrgetter
+from functools import partial
+from operator import attrgetter, itemgetter
 from typing import NamedTuple
 
 from detector.engine.sides import BulkSides
@@ -24,6 +25,11 @@ class SidePair(NamedTuple):  # a tuple: 100,000 of them are built per large comp
     @property
     def label(self) -> str:
         return f"{self.query_name} [{self.point}]" if self.point else self.query_name
+
+
+# SidePair(*fields) without the Python-level __new__ of a NamedTuple (half the time)
+_new_pair = partial(tuple.__new__, SidePair)
+_FIRST, _SECOND = itemgetter(0), itemgetter(1)
 
 
 def point_order(point: str | None) -> tuple[int, float, str]:
@@ -118,13 +124,16 @@ def pair_sides(
     named = [texts.get(key) or (key, "") for key in keys]
     pairs = list(
         map(
-            SidePair,
-            keys,
-            [name for name, _ in named],
-            [sql for _, sql in named],
-            map(g.points.__getitem__, firsts),
-            map(sides.__getitem__, bases),
-            map(sides.__getitem__, cands),
+            _new_pair,
+            zip(
+                keys,
+                map(_FIRST, named),
+                map(_SECOND, named),
+                map(g.points.__getitem__, firsts),
+                map(sides.__getitem__, bases),
+                map(sides.__getitem__, cands),
+                strict=True,
+            ),
         )
     )
     if query:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from itertools import repeat
+from operator import attrgetter
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -96,9 +97,12 @@ class BulkSides:
         for empty in np.flatnonzero(counts == 0).tolist():
             timings[empty] = None
         side_ids = self.side_targets.tolist()  # target ids, or the windows' made-up ids
-        sides = [targets[side_id] for side_id in side_ids]
-        settings = {side_id: side_settings_of(target) for side_id, target in targets.items()}
-        tables = {side_id: target.info.get("tables") or {} for side_id, target in targets.items()}
+
+        def per_side(value: Callable[[TargetRecord], Any]) -> list[Any]:
+            """value(target) of each side's target, one object per target shared by its sides."""
+            of_target = {side_id: value(target) for side_id, target in targets.items()}
+            return list(map(of_target.__getitem__, side_ids))
+
         planned = _known_rows(g.planning_known, rows)[edges]
         # windows with the same bounds share their int objects (a million sides: 200 MB)
         bounds = samples.tolist()
@@ -106,22 +110,22 @@ class BulkSides:
         return list(
             map(
                 new_side,
-                [side.name for side in sides],
-                [side.server_version_num for side in sides],
-                [settings[side_id] for side_id in side_ids],
+                per_side(attrgetter("name")),
+                per_side(attrgetter("server_version_num")),
+                per_side(side_settings_of),
                 self._plans_of_sides(variants),
                 _windows(durations, bounds),
                 timings,
                 [
                     production_calls(side, g.query_keys[first])
-                    for side, first in zip(sides, self.first_groups, strict=True)
+                    for side, first in zip(per_side(_itself), self.first_groups, strict=True)
                 ]
                 if any(t.info.get("production_calls") for t in targets.values())
-                else [None] * len(sides),
+                else [None] * len(side_ids),
                 _windows(_known(g.planning_ms, g.planning_known), planning_bounds),
                 _windows(_known(g.sample_indices, g.duration_known), bounds),
                 _windows(_known(g.total_cost, g.duration_known), bounds),
-                [tables[side_id] for side_id in side_ids],
+                per_side(lambda target: target.info.get("tables") or {}),
             )
         )
 
@@ -167,6 +171,10 @@ class BulkSides:
             else tuple(sorted(variants[first:end], key=most_frequent_first))
             for first, end in zip(self.first_groups, self.group_ends, strict=True)
         ]
+
+
+def _itself(target: TargetRecord) -> TargetRecord:
+    return target
 
 
 def _known(values: npt.NDArray[Any], known: npt.NDArray[np.bool_]) -> npt.NDArray[Any]:

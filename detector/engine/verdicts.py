@@ -22,6 +22,7 @@ def query_verdicts(
 ) -> list[TimingComparison | None]:
     """Each pair's timing verdict after false discovery control; None without timings."""
     timed = [i for i, p in enumerate(pairs) if p.baseline.durations_ms or p.candidate.durations_ms]
+    timed_pairs = pairs if len(timed) == len(pairs) else [pairs[i] for i in timed]
     moved = (Verdict.REGRESSED, Verdict.IMPROVED)  # what below_min_delta may change
     verdicts = stats.control_own_false_discoveries(  # made here: q-values filled in
         [
@@ -29,11 +30,13 @@ def query_verdicts(
             if verdict.verdict in moved
             else verdict
             for i, verdict in zip(
-                timed, timing_verdicts([pairs[i] for i in timed], interleaved, options), strict=True
+                timed, timing_verdicts(timed_pairs, interleaved, options), strict=True
             )
         ],
         options.alpha,
     )
+    if len(timed) == len(pairs):
+        return list(verdicts)
     out: list[TimingComparison | None] = [None] * len(pairs)
     for i, verdict in zip(timed, verdicts, strict=True):
         out[i] = verdict
@@ -53,20 +56,17 @@ def timing_verdicts(
     results: dict[int, TimingComparison] = {}
     for members, base, cand in (aligned_rows(timed) if interleaved else {}).values():
         positions = members.tolist()
-        results.update(
-            zip(
-                positions,
-                stats_paired.compare_paired_rows(
-                    base,
-                    cand,
-                    min_effect=options.min_effect,
-                    alpha=options.alpha,
-                    min_samples=options.min_samples,
-                    noise_floor=[floors[i] for i in positions],
-                ),
-                strict=True,
-            )
+        paired = stats_paired.compare_paired_rows(
+            base,
+            cand,
+            min_effect=options.min_effect,
+            alpha=options.alpha,
+            min_samples=options.min_samples,
+            noise_floor=[floors[i] for i in positions],
         )
+        if len(positions) == len(timed):  # every pair, in order: members ascend
+            return paired
+        results.update(zip(positions, paired, strict=True))
     unpaired = [i for i in range(len(timed)) if i not in results]
     results.update(
         zip(
