@@ -234,7 +234,7 @@ def apply_rules(comparisons: Sequence[QueryComparison], options: CompareOptions)
         for comparison, found in zip(comparisons, check.many(comparisons), strict=True)
         for finding in found
     ]
-    findings.sort(key=lambda f: f.sort_key())
+    findings.sort(key=Finding.sort_key)
     return findings
 
 
@@ -278,6 +278,8 @@ def split_suppressed(
     findings: Sequence[Finding], suppressions: Sequence[Suppression]
 ) -> tuple[list[Finding], list[tuple[Finding, str]]]:
     """Findings to report, and those a configured suppression covers (with its reason)."""
+    if not suppressions:
+        return list(findings), []
     kept: list[Finding] = []
     suppressed: list[tuple[Finding, str]] = []
     for finding in findings:
