@@ -21,6 +21,7 @@ from detector.model import (
 )
 from detector.model.units import fmt_duration
 from rules.base import Rule, get_rule
+from rules.matching import memo, plan_nodes
 
 _BY_CODE: dict[str, Rule] = {}
 
@@ -199,7 +200,8 @@ def timing_evidence(comparison: QueryComparison) -> dict[str, Any]:
 
 def node_at(plan: Plan, path: str) -> PlanNode:
     """The node at a `walk()` path such as '0.1.0'."""
-    for node_path, node in plan.nodes():
-        if node_path == path:
-            return node
-    raise KeyError(path)
+    return memo(plan, _by_path)[path]
+
+
+def _by_path(plan: Plan) -> dict[str, PlanNode]:
+    return dict(plan_nodes(plan))

@@ -5,11 +5,12 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from detector.model import Finding, QueryComparison, ScanAccess, Severity, scan_accesses
+from detector.model import Finding, QueryComparison, ScanAccess, Severity
 from detector.model.fingerprint import short_name
 from rules.base import rule
 from rules.common import emit, flip_severity, fmt_cost, node_at, timing_evidence
 from rules.common import near_tie as _near_tie
+from rules.matching import accesses
 from rules.pairing import pair_by_relation, scan_text, unmatched
 
 INDEX_SCANS = ("Index Scan", "Index Only Scan")
@@ -91,9 +92,7 @@ def index_to_bitmap_scan(
         return
     base_variant, cand_variant = comparison.baseline.dominant, comparison.candidate.dominant
     near_tie, base_cost, cand_cost = _near_tie(comparison, float(options["near_tie"]))
-    pairs = index_to_bitmap_pairs(
-        scan_accesses(base_variant.plan), scan_accesses(cand_variant.plan)
-    )
+    pairs = index_to_bitmap_pairs(accesses(base_variant.plan), accesses(cand_variant.plan))
     for old, new in pairs:
         old_node = node_at(base_variant.plan, old.path)
         new_node = node_at(cand_variant.plan, new.path)
