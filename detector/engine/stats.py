@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import functools
 import math
-from collections import defaultdict
+from collections import defaultdict, deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, fields, replace
 from operator import attrgetter
@@ -422,7 +422,7 @@ def control_false_discoveries(
     (over every result with a p-value), and a regression or improvement whose q-value is not
     below alpha becomes inconclusive. The expected share of false alarms among the verdicts
     left standing is then at most alpha."""
-    return _controlled(results, alpha, _with_q_value)
+    return _controlled(results, alpha, own=False)
 
 
 def control_own_false_discoveries(
@@ -430,13 +430,11 @@ def control_own_false_discoveries(
 ) -> list[TimingComparison]:
     """`control_false_discoveries` of results made for this call and held nowhere else: their
     q-values are filled in, not copied (a million copies in a large comparison)."""
-    return _controlled(results, alpha, _set_q_value)
+    return _controlled(results, alpha, own=True)
 
 
 def _controlled(
-    results: Sequence[TimingComparison],
-    alpha: float,
-    with_q: Callable[[TimingComparison, float], TimingComparison],
+    results: Sequence[TimingComparison], alpha: float, own: bool
 ) -> list[TimingComparison]:
     p_values = list(map(_P_VALUE, results))
     tested = [i for i, p in enumerate(p_values) if p is not None]
@@ -445,18 +443,26 @@ def _controlled(
     q = sps.false_discovery_control([p_values[i] for i in tested], method="bh")
     q_values = np.asarray(q, np.float64).tolist()
     out = list(results)
-    out_tested = list(map(with_q, map(out.__getitem__, tested), q_values))
+    every = len(tested) == len(out)  # then in order: tested ascends
+    out_tested = out if every else list(map(out.__getitem__, tested))
+    if own:  # frozen to everyone but its maker: set through the slot, as `builder` does
+        deque(map(_SET_Q_VALUE, out_tested, q_values), maxlen=0)
+    else:
+        out_tested = list(map(_with_q_value, out_tested, q_values))
     moved = (Verdict.REGRESSED, Verdict.IMPROVED)
-    for i, result, q_value in zip(tested, out_tested, q_values, strict=True):
-        if q_value >= alpha and result.verdict in moved:
-            result = replace(
+    for k in [k for k, result in enumerate(out_tested) if result.verdict in moved]:
+        result, q_value = out_tested[k], q_values[k]
+        if q_value >= alpha:
+            out_tested[k] = replace(
                 result,
                 verdict=Verdict.INCONCLUSIVE,
                 reason=f"p={result.p_value:.2g} alone, but q={q_value:.2g} across {len(tested)} "
                 "queries (false discovery control)",
             )
-        out[i] = result
-    return out
+    if not every:
+        for i, result in zip(tested, out_tested, strict=True):
+            out[i] = result
+    return out_tested if every else out
 
 
 def _with_q_value(result: TimingComparison, q_value: float) -> TimingComparison:
@@ -466,11 +472,7 @@ def _with_q_value(result: TimingComparison, q_value: float) -> TimingComparison:
     return new_timing_comparison(*values)
 
 
-def _set_q_value(result: TimingComparison, q_value: float) -> TimingComparison:
-    object.__setattr__(result, "q_value", q_value)  # frozen to everyone but its maker
-    return result
-
-
+_SET_Q_VALUE: Callable[[TimingComparison, float], None] = vars(TimingComparison)["q_value"].__set__
 _TIMING_NAMES = [f.name for f in fields(TimingComparison)]
 _TIMING_FIELDS = attrgetter(*_TIMING_NAMES)
 _Q_VALUE = _TIMING_NAMES.index("q_value")
