@@ -109,13 +109,15 @@ class GroupedSamples:
     sample_indices: npt.NDArray[np.signedinteger[Any]]  # as stored: INTEGER is int32
 
 
-def _query_numbers(keys: list[str], points: list[str | None]) -> Ints:
-    """The distinct (query key, point) counted from 0 in group order, where they run
-    (DuckDB's dense_rank over the groups sorts them once more)."""
-    count = max(len(keys) - 1, 0)
-    changed = np.fromiter(map(ne, keys[1:], keys[:-1]), np.bool_, count)
-    changed |= np.fromiter(map(ne, points[1:], points[:-1]), np.bool_, count)
-    return np.concatenate(([0], np.cumsum(changed, dtype=np.int64)))[: len(keys)]
+def _changes(values: list[Any]) -> npt.NDArray[np.bool_]:
+    """Per group after the first: whether its value differs from the group's before."""
+    return np.fromiter(map(ne, values[1:], values[:-1]), np.bool_, max(len(values) - 1, 0))
+
+
+def _query_numbers(changes: npt.NDArray[np.bool_], count: int) -> Ints:
+    """The distinct (query key, point) counted from 0 over `count` groups, from where either
+    changes (DuckDB's dense_rank over the groups sorts them once more)."""
+    return np.concatenate(([0], np.cumsum(changes, dtype=np.int64)))[:count]
 
 
 def _group_medians(values: npt.NDArray[np.float64], sizes: Ints) -> npt.NDArray[np.float64]:
@@ -210,15 +212,15 @@ def _take(
     return out
 
 
-def _key_ranges(keys: list[str], sizes: Ints) -> list[tuple[int, int]]:
+def _key_ranges(key_changes: npt.NDArray[np.bool_], sizes: Ints) -> list[tuple[int, int]]:
     """Runs [first, end) of the groups (in key order) of about `ROWS_PER_READ` rows each, cut
-    where the query key changes: each is read apart, by a range of query keys."""
-    total, count = int(sizes.sum()), len(keys)
+    where the query key changes (`_changes` of the keys): each is read apart, by a range of
+    query keys."""
+    total, count = int(sizes.sum()), len(sizes)
     parts = -(-total // ROWS_PER_READ)
     if parts <= 1:
         return [(0, count)]
-    names = np.asarray(keys, dtype=object)
-    new_key = np.flatnonzero(names[1:] != names[:-1]) + 1  # groups that start a query key
+    new_key = np.flatnonzero(key_changes) + 1  # groups that start a query key
     at = np.searchsorted(_starts(sizes)[new_key], np.arange(1, parts) * total / parts)
     edges = [0, *np.unique(new_key[at[at < len(new_key)]]).tolist(), count]
     return list(pairwise(edges))
@@ -273,7 +275,8 @@ class StoreGroupsMixin(StoreBase):
             keys, points, targets, fingerprints = (column.tolist() for column in groups[:4])
             sizes, hashes = (np.asarray(column) for column in groups[4:])
             sizes, hashes = sizes.astype(np.int64), hashes.astype(np.uint64)
-            ranges = _key_ranges(keys, sizes)
+            key_changes = _changes(keys)
+            ranges = _key_ranges(key_changes, sizes)
             parts = [
                 self._con.execute(
                     hashed_sql,
@@ -300,7 +303,7 @@ class StoreGroupsMixin(StoreBase):
             list(map(shared.setdefault, fingerprints, fingerprints)),
             blocks,
             sizes.reshape(-1),
-            _query_numbers(keys, points),
+            _query_numbers(key_changes | _changes(points), len(keys)),
             *_column(durations),
             *_column(planning),
             np.asarray(cost, np.float64),
