@@ -12,7 +12,6 @@ from typing import TYPE_CHECKING
 from rich.console import Console
 
 from collectors.logs.autoexplain import FileReport, IngestOptions, LogIngest, check_log
-from collectors.setup_check import Check
 from detector.engine.timeline import (
     PgssDelta,
     QueryTimeline,
@@ -31,6 +30,7 @@ from detector.version import __version__
 
 if TYPE_CHECKING:
     from collectors.pgss import PgssRead
+    from collectors.setup_check import Check
 
 INGEST_LABEL = "ingest"
 ANONYMIZED = " (anonymized)"  # appended to the run label; targets.info has "anonymized"
