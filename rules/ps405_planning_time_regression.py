@@ -26,7 +26,7 @@ def _may_regress(comparisons: Sequence[QueryComparison], options: Mapping[str, A
     base_n, base_low, _ = extremes([c.baseline.planning_ms for c in comparisons])
     cand_n, _, cand_high = extremes([c.candidate.planning_ms for c in comparisons])
     return [
-        min(nb, nc) >= need and not high - low < delta
+        nb >= need and nc >= need and not high - low < delta
         for nb, nc, low, high in zip(base_n, cand_n, base_low, cand_high, strict=True)
     ]
 

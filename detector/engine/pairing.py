@@ -90,6 +90,8 @@ class Plans:
         signatures = list(map({f: s for f, (s, _) in shapes.items()}.__getitem__, fingerprints))
         plans = list(map({f: p for f, (_, p) in shapes.items()}.__getitem__, fingerprints))
         exemplified = {query_key for _, query_key, _, _ in self.examples}
+        if not exemplified:  # no pass over the groups (2 million of them)
+            return signatures, plans
         for i in [i for i, key in enumerate(query_keys) if key in exemplified]:
             signatures[i], plans[i] = self.get(
                 target_ids[i], query_keys[i], points[i], fingerprints[i]
@@ -121,7 +123,10 @@ def pair_sides(
     g = index.grouped
     firsts, bases, cands = index.pairs(ids[0], ids[1])
     keys = list(map(g.query_keys.__getitem__, firsts))
-    named = [texts.get(key) or (key, "") for key in keys]
+    try:
+        named = list(map(texts.__getitem__, keys))
+    except KeyError:  # a query without its row in `queries`: named by its key
+        named = [texts.get(key) or (key, "") for key in keys]
     pairs = list(
         map(
             _new_pair,
