@@ -127,7 +127,10 @@ def _group_medians(values: npt.NDArray[np.float64], sizes: Ints) -> npt.NDArray[
     medians, starts = np.full(len(sizes), np.nan), _starts(sizes)
     for n in np.unique(sizes[sizes > 0]).tolist():
         members = np.flatnonzero(sizes == n)
-        rows = np.sort(rows_at(values, starts[members], n), axis=1)  # NaN last
+        if len(members) == len(sizes):  # every group: the rows are `values` itself
+            rows = np.sort(values.reshape(-1, n), axis=1)  # NaN last
+        else:
+            rows = np.sort(rows_at(values, starts[members], n), axis=1)
         middle = (rows[:, (n - 1) // 2] + rows[:, n // 2]) / 2
         medians[members] = np.where(np.isnan(rows[:, -1]), np.nan, middle)
     return medians
