@@ -17,9 +17,9 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from detector.engine.segments import Floats, Ints, offsets
+from detector.engine.segments import Floats, Ints, offsets, windows
 from detector.model import Side
-from detector.model.samples import rows_at, shared_windows
+from detector.model.samples import shared_windows
 
 if TYPE_CHECKING:
     from detector.engine.pairing import SidePair
@@ -82,16 +82,16 @@ def _same_indices(pairs: Sequence[SidePair]) -> tuple[Rows, list[int]]:
     found: Rows = {}
     for n in np.unique(sizes[(sizes > 0) & (sizes == stops[count:] - cand_start)]).tolist():
         members = np.flatnonzero((sizes == n) & (stops[count:] - cand_start == n))
-        ib = rows_at(index, base_start[members], n)
-        same = (ib == rows_at(index, cand_start[members], n)).all(axis=1) & (ib[:, 0] >= 0)
+        ib = windows(index, base_start[members], n)
+        same = (ib == windows(index, cand_start[members], n)).all(axis=1) & (ib[:, 0] >= 0)
         same &= (np.diff(ib, axis=1) > 0).all(axis=1)
         if same.any():
             kept = members[same]
             done[kept] = True
             found[n] = (
                 kept,
-                np.asarray(rows_at(values, base_start[kept], n), np.float64),
-                np.asarray(rows_at(values, cand_start[kept], n), np.float64),
+                np.asarray(windows(values, base_start[kept], n), np.float64),
+                np.asarray(windows(values, cand_start[kept], n), np.float64),
             )
     return found, np.flatnonzero(~done).tolist()
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -40,7 +41,7 @@ def segment_quantiles(
         if length == 0:
             continue
         members = np.flatnonzero(lengths == length)
-        rows = np.sort(_segment_rows(values, starts[members], length), axis=1)
+        rows = np.sort(windows(values, starts[members], length), axis=1)
         for column, q in enumerate(quantiles):
             position = (length - 1) * q
             lo, hi = math.floor(position), math.ceil(position)
@@ -53,9 +54,20 @@ def segment_quantiles(
     return out
 
 
-def _segment_rows(values: Floats, starts: Ints, length: int) -> Floats:
-    """`rows_at`, as a view without a copy when the windows lie end to end."""
-    first = int(starts[0])
-    if np.array_equal(starts, first + length * np.arange(len(starts))):
-        return values[first : first + length * len(starts)].reshape(-1, length)
+def windows(values: npt.NDArray[Any], starts: Ints, length: int) -> npt.NDArray[Any]:
+    """`rows_at(values, starts, length)`, as a read-only view without a copy when the windows
+    start at even steps (end to end, or every other side of a comparison's pairs)."""
+    step = int(starts[1] - starts[0]) if len(starts) > 1 else length
+    first = int(starts[0]) if len(starts) else 0
+    if (
+        len(starts)
+        and length > 0
+        and step > 0
+        and first >= 0
+        and np.array_equal(starts, first + step * np.arange(len(starts)))
+        and first + step * (len(starts) - 1) + length <= len(values)
+    ):
+        view = np.lib.stride_tricks.sliding_window_view(values, length)
+        found: npt.NDArray[Any] = view[first : first + step * len(starts) : step]
+        return found
     return rows_at(values, starts, length)
