@@ -189,13 +189,21 @@ def timing_evidence(comparison: QueryComparison) -> dict[str, Any]:
         "min_effect": timing.min_effect,
         "noise_floor": timing.noise_floor,
     }
-    for who, side in (("baseline", comparison.baseline), ("candidate", comparison.candidate)):
+    for (samples, median, p90, p99), side in zip(
+        _SIDE_KEYS, (comparison.baseline, comparison.candidate), strict=True
+    ):
         stats = side.timing
-        evidence[f"{who}_samples"] = stats.n if stats else len(side.durations_ms)
-        evidence[f"{who}_median_ms"] = stats.median_ms if stats else None
-        evidence[f"{who}_p90_ms"] = stats.p90_ms if stats else None
-        evidence[f"{who}_p99_ms"] = stats.p99_ms if stats else None
+        evidence[samples] = stats.n if stats else len(side.durations_ms)
+        evidence[median] = stats.median_ms if stats else None
+        evidence[p90] = stats.p90_ms if stats else None
+        evidence[p99] = stats.p99_ms if stats else None
     return evidence
+
+
+_SIDE_KEYS = [
+    (f"{who}_samples", f"{who}_median_ms", f"{who}_p90_ms", f"{who}_p99_ms")
+    for who in ("baseline", "candidate")
+]
 
 
 def node_at(plan: Plan, path: str) -> PlanNode:
