@@ -12,12 +12,13 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
-from detector.model import Finding, QueryComparison, Side, Verdict
+from detector.model import Finding, QueryComparison, Side
 from rules.base import Rule, get_rule, select_rules
 
 Selected = list[tuple[Rule, dict[str, Any]]]
-# the kind of a comparison, as gates see it: see `rules.base.rule`
-Kind = tuple[int, int, bool, Verdict, bool, int, int, int | None, int | None]
+# the kind of a comparison, as gates see it: see `rules.base.rule`; objects by id (the
+# verdict too: an enum member hashes in Python, an int in C)
+Kind = tuple[int, int, bool, int, bool, int, int, int | None, int | None]
 
 
 def run_rules(
@@ -40,7 +41,7 @@ def kind_of(comparison: QueryComparison) -> Kind:
         id(base.plans[0].plan),
         id(cand.plans[0].plan),
         base.plans[0].fingerprint != cand.plans[0].fingerprint,
-        comparison.timing.verdict,
+        id(comparison.timing.verdict),
         comparison.approved is None,
         id(base.settings),
         id(cand.settings),
