@@ -65,15 +65,6 @@ def _median_rows(xs: Floats) -> Floats:
     return (xs[:, (xs.shape[1] - 1) // 2] + xs[:, xs.shape[1] // 2]) / 2
 
 
-def row_medians(rows: Floats) -> Floats:
-    """np.median(rows, axis=1), NaN for a row with a NaN, from a sort of the rows: numpy
-    sorts short rows about three times faster than np.median partitions them."""
-    if rows.shape[1] == 0:
-        return np.asarray(np.median(rows, axis=1), np.float64)
-    ordered = np.sort(rows, axis=1)  # NaN last
-    return np.where(np.isnan(ordered[:, -1]), np.nan, _median_rows(ordered))
-
-
 def percentile(values: Sequence[float], q: float) -> float:
     """The q-th percentile (q in [0, 100]) with linear interpolation, as numpy's default."""
     if not 0 <= q <= 100:

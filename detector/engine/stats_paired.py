@@ -48,11 +48,11 @@ from detector.engine.stats import (
     Ints,
     Options,
     decide,
-    row_medians,
     unchanged_reason,
 )
 from detector.model.bulk import builder
 from detector.model.comparison import TimingComparison, Verdict
+from detector.model.samples import row_medians
 
 _CHUNK_VALUES = 200_000  # log ratios per batch chunk
 LOCATION_C = 6.0  # a pair farther than this many MADs from the location gets no weight

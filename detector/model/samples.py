@@ -110,6 +110,17 @@ def extremes(sequences: Sequence[Sequence[float]]) -> tuple[list[int], list[floa
     return counts.tolist(), low.tolist(), high.tolist()
 
 
+def row_medians(rows: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
+    """np.median(rows, axis=1), NaN for a row with a NaN (or none), from a sort of the rows:
+    numpy sorts short rows about three times faster than np.median partitions them."""
+    count, n = rows.shape
+    if n == 0:
+        return np.full(count, np.nan)
+    ordered = np.sort(rows, axis=1)  # NaN last
+    middle = (ordered[:, (n - 1) // 2] + ordered[:, n // 2]) / 2
+    return np.where(np.isnan(ordered[:, -1]), np.nan, middle)
+
+
 def window_medians(
     values: npt.NDArray[np.float64], starts: npt.NDArray[np.int64], sizes: npt.NDArray[np.int64]
 ) -> npt.NDArray[np.float64]:
@@ -117,5 +128,9 @@ def window_medians(
     medians = np.full(len(sizes), np.nan)
     for n in np.unique(sizes[sizes > 0]).tolist():
         members = np.flatnonzero(sizes == n)
-        medians[members] = np.median(rows_at(values, starts[members], n), axis=1)
+        end_to_end = len(members) * n == len(values) and np.array_equal(
+            starts[members], np.arange(0, len(values), n)
+        )
+        rows = values.reshape(-1, n) if end_to_end else rows_at(values, starts[members], n)
+        medians[members] = row_medians(rows)
     return medians

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from detector.model.samples import rows_at
+from detector.model.samples import rows_at, window_medians
 from detector.store.reads import StoreBase
 
 Ints = npt.NDArray[np.int64]
@@ -118,22 +118,6 @@ def _query_numbers(changes: npt.NDArray[np.bool_], count: int) -> Ints:
     """The distinct (query key, point) counted from 0 over `count` groups, from where either
     changes (DuckDB's dense_rank over the groups sorts them once more)."""
     return np.concatenate(([0], np.cumsum(changes, dtype=np.int64)))[:count]
-
-
-def _group_medians(values: npt.NDArray[np.float64], sizes: Ints) -> npt.NDArray[np.float64]:
-    """np.median of each group's rows (NaN for none, or with a NaN), from a sort of the groups
-    of each size: numpy sorts short rows about three times faster than np.median partitions
-    them (samples.window_medians)."""
-    medians, starts = np.full(len(sizes), np.nan), _starts(sizes)
-    for n in np.unique(sizes[sizes > 0]).tolist():
-        members = np.flatnonzero(sizes == n)
-        if len(members) == len(sizes):  # every group: the rows are `values` itself
-            rows = np.sort(values.reshape(-1, n), axis=1)  # NaN last
-        else:
-            rows = np.sort(rows_at(values, starts[members], n), axis=1)
-        middle = (rows[:, (n - 1) // 2] + rows[:, n // 2]) / 2
-        medians[members] = np.where(np.isnan(rows[:, -1]), np.nan, middle)
-    return medians
 
 
 def _column(values: Any) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.bool_]]:
@@ -297,7 +281,7 @@ class StoreGroupsMixin(StoreBase):
         durations, planning, cost, sample_indices, blocks = (
             list(parts[0].values())[:5] if start is None else _take(parts, ranges, start, sizes)
         )
-        blocks = _group_medians(np.asarray(blocks, np.float64), sizes)
+        blocks = window_medians(np.asarray(blocks, np.float64), _starts(sizes), sizes)
         shared: dict[str, str] = {}  # one str per distinct key and fingerprint, not per group
         return GroupedSamples(
             list(map(shared.setdefault, keys, keys)),
