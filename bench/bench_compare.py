@@ -16,7 +16,8 @@ cost is within 1% of the index scan's on one query in four (a near-tie).
 `--store PATH` keeps the store (reused when it exists: the same data before and after a
 change); `--dump` writes every verdict and finding as JSON for an exact before/after diff.
 Then `compare_sides` runs `--repeat` times: wall and CPU time per run, medians, queries/s,
-peak RSS (getrusage of this process; the build's child apart), the load average, and where
+peak RSS after the first comparison and after all (getrusage of this process; the build's child
+apart), the load average, and where
 the time went per phase (read, pairing/build, stats, BH, rules).
 """
 
@@ -303,6 +304,7 @@ def main() -> None:
             profile(args.profile, compare)
             return
         timings, cpu, phases, phases_cpu = [], [], [], []
+        first_peak = 0.0
         result = None
         for run in range(args.repeat):
             result = None  # the previous run's objects are freed before the clock starts
@@ -313,6 +315,8 @@ def main() -> None:
                 cpu.append(time.process_time() - used)
             phases.append(dict(spent))
             phases_cpu.append(dict(spent_cpu))
+            if run == 0:
+                first_peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
             print(
                 f"  run {run + 1}: {timings[-1]:.2f} s ({cpu[-1]:.2f} s CPU), "
                 f"load {os.getloadavg()[0]:.2f}; "
@@ -357,7 +361,11 @@ def main() -> None:
             "most resident during each phase (last run, sampled every 20 ms, MB): "
             + ", ".join(f"{k} {v:,.0f}" for k, v in PEAKS.items())
         )
-        print(f"peak RSS: {peak:,.0f} MB (store build, a child process: {build_peak:,.0f} MB)")
+        print(
+            f"peak RSS: {first_peak:,.0f} MB after the first comparison, {peak:,.0f} MB after all "
+            f"{args.repeat} (freed memory the allocator keeps raises later runs' base; "
+            f"store build, a child process: {build_peak:,.0f} MB)"
+        )
         print(f"load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
         if args.dump:
             dump(result, args.dump)
