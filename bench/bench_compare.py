@@ -17,8 +17,8 @@ cost is within 1% of the index scan's on one query in four (a near-tie).
 change); `--dump` writes every verdict and finding as JSON for an exact before/after diff.
 Then `compare_sides` runs `--repeat` times: wall and CPU time per run, medians, queries/s,
 peak RSS after the first comparison and after all (getrusage of this process; the build's child
-apart), the load average, and where
-the time went per phase (read, pairing/build, stats, BH, rules).
+apart), the load average, and where the time went per phase (read, pairing/build, stats, BH,
+rules).
 """
 
 from __future__ import annotations
