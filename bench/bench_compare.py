@@ -47,8 +47,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 import detector.engine.compare  # noqa: E402
+import detector.engine.false_discoveries  # noqa: E402
 import detector.engine.pairing  # noqa: E402
-import detector.engine.stats  # noqa: E402
 import detector.engine.verdicts  # noqa: E402
 from detector.engine.compare import CompareOptions, compare_sides  # noqa: E402
 from detector.model import ComparisonResult, Observation, parse_plan  # noqa: E402
@@ -62,8 +62,8 @@ PHASE_OF = {  # (module, attribute): phase; time of nested phases is not counted
     (detector.engine.compare, "pair_sides"): "pairing/build",
     (detector.engine.compare, "timing_verdicts"): "stats",  # before verdicts.py
     (detector.engine.verdicts, "timing_verdicts"): "stats",
-    (detector.engine.stats, "control_false_discoveries"): "BH",
-    (detector.engine.stats, "control_own_false_discoveries"): "BH",
+    (detector.engine.false_discoveries, "control_false_discoveries"): "BH",
+    (detector.engine.false_discoveries, "control_own_false_discoveries"): "BH",
     (detector.engine.compare, "compared"): "pairing/build",
     (detector.engine.compare, "apply_rules"): "rules",
 }

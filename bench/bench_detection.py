@@ -60,7 +60,7 @@ sys.path.insert(0, str(ROOT))
 
 from collectors.runner import RunOptions, run_workload  # noqa: E402
 from collectors.servers.targets import Server, open_servers, resolve_target_specs  # noqa: E402
-from detector.engine import stats, stats_paired  # noqa: E402
+from detector.engine import false_discoveries, stats, stats_paired  # noqa: E402
 from detector.engine.compare import (  # noqa: E402
     CompareOptions,
     aligned,
@@ -276,7 +276,7 @@ def unpaired(result: ComparisonResult) -> dict[str, Verdict]:
         below_min_delta(pair_of(q), v, opts.min_delta_ms)
         for q, v in zip(timed, verdicts, strict=True)
     ]
-    final = stats.control_false_discoveries(checked, opts.alpha)
+    final = false_discoveries.control_false_discoveries(checked, opts.alpha)
     return {q.query_name: v.verdict for q, v in zip(timed, final, strict=True)}
 
 
@@ -290,7 +290,7 @@ def alone(result: ComparisonResult) -> dict[str, Verdict]:
 
     aa = [paired(q) for q in result.queries if q.query_name.startswith("aa_")]
     return {
-        q.query_name: stats.control_false_discoveries([paired(q), *aa], opts.alpha)[0].verdict
+        q.query_name: false_discoveries.control_false_discoveries([paired(q), *aa], opts.alpha)[0].verdict
         for q in result.queries
         if not q.query_name.startswith("aa_")
     }

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from detector.engine import stats
+from detector.engine import false_discoveries, stats
 from detector.engine.stats_paired import (
     biweight_t,
     compare_paired,
@@ -135,14 +135,14 @@ def test_false_discovery_control_across_many_queries() -> None:
         for b in (rng.uniform(1, 2, 6) for _ in range(2000))
     ]
     alone = compare_paired_batch(noisy, min_effect=0.0)
-    controlled = stats.control_false_discoveries(alone)
+    controlled = false_discoveries.control_false_discoveries(alone)
     flagged = [r for r in alone if r.verdict in (Verdict.REGRESSED, Verdict.IMPROVED)]
     assert flagged, "without control some A/A queries come out significant"
     assert not [r for r in controlled if r.verdict in (Verdict.REGRESSED, Verdict.IMPROVED)]
     demoted = next(r for r in controlled if r.reason.startswith("p="))
     assert "false discovery control" in demoted.reason and demoted.q_value is not None
     real = compare_paired_batch([varied(rng, 20, 1.5)])
-    kept = stats.control_false_discoveries(real + alone[:50])
+    kept = false_discoveries.control_false_discoveries(real + alone[:50])
     assert kept[0].verdict is Verdict.REGRESSED
 
 
@@ -220,7 +220,7 @@ def test_a_lone_regression_survives_false_discovery_control_on_a_loaded_machine(
     found = 0
     for _ in range(40):
         batch = [preempted(rng, 10, 1.0) for _ in range(27)] + [preempted(rng, 10, 1.3)]
-        found += stats.control_false_discoveries(compare_paired_batch(batch))[-1].verdict is (
+        found += false_discoveries.control_false_discoveries(compare_paired_batch(batch))[-1].verdict is (
             Verdict.REGRESSED
         )
     assert found >= 20, found  # 26 of 40 at 10 pairs; the signed-rank test: 0 of 40

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from detector.engine import stats, stats_paired
+from detector.engine import false_discoveries, stats, stats_paired
 from detector.engine.alignment import aligned_rows
 from detector.engine.pairing import SidePair
 from detector.model import TimingComparison, Verdict
@@ -24,7 +24,7 @@ def query_verdicts(
     timed = [i for i, p in enumerate(pairs) if p.baseline.durations_ms or p.candidate.durations_ms]
     timed_pairs = pairs if len(timed) == len(pairs) else [pairs[i] for i in timed]
     moved = (Verdict.REGRESSED, Verdict.IMPROVED)  # what below_min_delta may change
-    verdicts = stats.control_own_false_discoveries(  # made here: q-values filled in
+    verdicts = false_discoveries.control_own_false_discoveries(  # made here: q-values filled in
         [
             below_min_delta(pairs[i], verdict, options.min_delta_ms)
             if verdict.verdict in moved
