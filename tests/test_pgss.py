@@ -31,6 +31,13 @@ def run(dsn: str, times: int) -> None:
             conn.execute(QUERY, [i])
 
 
+def with_pgss(dsn: str) -> str:
+    """The database at `dsn`, after CREATE EXTENSION pg_stat_statements."""
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute("CREATE EXTENSION pg_stat_statements")
+    return dsn
+
+
 def ours(deltas: list[PgssDelta]) -> list[PgssDelta]:
     return [d for d in deltas if d.query and "relpages >=" in d.query]
 
@@ -38,9 +45,8 @@ def ours(deltas: list[PgssDelta]) -> list[PgssDelta]:
 def test_deltas_per_interval_and_after_a_reset(
     pg17: EmbeddedCluster, fresh_db: FreshDb, tmp_path: Path
 ) -> None:
-    dsn = fresh_db(pg17)
+    dsn = with_pgss(fresh_db(pg17))
     with psycopg.connect(dsn, autocommit=True) as conn:
-        conn.execute("CREATE EXTENSION pg_stat_statements")
         conn.execute("SELECT pg_stat_statements_reset()")
     store = tmp_path / "s.duckdb"
     take_snapshot(store_path=store, dsn=dsn, name="prod", console=QUIET)
@@ -66,9 +72,7 @@ def test_an_evicted_statement_counts_from_zero_again(tmp_path: Path) -> None:
         pytest.skip("PostgreSQL 15 is not installed")
     settings = {"pg_stat_statements.max": "100"}
     with EmbeddedCluster(installation, settings=settings, name="pgss-evict") as cluster:
-        dsn = cluster.conninfo
-        with psycopg.connect(dsn, autocommit=True) as conn:
-            conn.execute("CREATE EXTENSION pg_stat_statements")
+        dsn = with_pgss(cluster.conninfo)
         run(dsn, 5)
         store = tmp_path / "s.duckdb"
         take_snapshot(store_path=store, dsn=dsn, name="small", console=QUIET)
@@ -93,8 +97,7 @@ def test_snapshot_cli_and_its_errors(
     runner = CliRunner()
     missing = runner.invoke(app, ["snapshot", "--target", dsn, "--store", str(store)])
     assert missing.exit_code == 2 and "CREATE EXTENSION" in missing.output
-    with psycopg.connect(dsn, autocommit=True) as conn:
-        conn.execute("CREATE EXTENSION pg_stat_statements")
+    with_pgss(dsn)
     result = runner.invoke(app, ["snapshot", "--target", dsn, "--store", str(store)])
     assert result.exit_code == 0, result.output
     assert "statements" in result.output
@@ -112,9 +115,7 @@ def test_a_read_stored_from_its_json_gives_the_same_deltas(
     pg17: EmbeddedCluster, fresh_db: FreshDb, tmp_path: Path
 ) -> None:
     """Snapshots kept as JSON (the README's fixture) store what a live snapshot stores."""
-    dsn = fresh_db(pg17)
-    with psycopg.connect(dsn, autocommit=True) as conn:
-        conn.execute("CREATE EXTENSION pg_stat_statements")
+    dsn = with_pgss(fresh_db(pg17))
     reads = []
     for times in (0, 3, 2):
         run(dsn, times)
