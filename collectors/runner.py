@@ -14,15 +14,13 @@ samples; collectors/sides.py holds the sides and their order.
 
 from __future__ import annotations
 
-import json
 import socket
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 
-import psycopg
-
-from collectors.attribution import attribute, counterfactual, first_difference, unforced
 from collectors.cache import prepare_eviction
+from collectors.flips import attribute_flips, file_flips
 from collectors.sampling import ProgressCallback, measure
 from collectors.server_info import describe_server
 from collectors.server_setup import prepare_server
@@ -30,13 +28,11 @@ from collectors.servers.targets import Server
 from collectors.session import connect, reset_session
 from collectors.sides import RunOptions as RunOptions  # re-exported: the run's API
 from collectors.sides import Side, side_name
-from detector.model import Observation, fingerprint
+from detector.model import Observation
 from detector.model.identity import workload_query_key
 from detector.model.sink import RunSink
 from detector.model.workload import Query, Workload
 from detector.version import __version__
-
-COUNTERFACTUAL_SAMPLES = 10  # the rejected plan, timed on the candidate: pairs of executions
 
 
 def query_key(query: Query) -> str:
@@ -79,7 +75,7 @@ def run_workload(
         kind=options.kind,
     )
     sides: list[Side] = []
-    options = replace(options, timing=workload.timing)
+    options = replace(options, timing=workload.timing, prime=workload.prime)
     try:
         if options.cache is not None:
             workload = replace(
@@ -120,10 +116,25 @@ def run_workload(
         for query in _selected(workload, options):
             key = query_key(query)
             store.upsert_query(key, name=query.name, sql=query.sql)
+            kept: list[Observation] = []
+            flips = []
             for point, fixed in query.points():
+                started = time.monotonic()
                 measured = measure(workload, query, key, point, fixed, sides, options, progress)
                 store.add_observations(measured)
-                _attribute_flips(store, query, key, point, sides, measured, options)
+                found = attribute_flips(
+                    query,
+                    point,
+                    sides,
+                    measured,
+                    options,
+                    time.monotonic() - started,
+                    _teller(progress),
+                )
+                flips.extend(found)
+                kept.extend(measured)  # a flip's estimates are read over every point
+            file_flips(store, key, flips, kept)
+            del kept
             for side in {id(side.connection): side for side in sides}.values():
                 reset_session(side.connection, f"query {query.name} on {side.server.name}")
         store.finish_run(run_id)
@@ -136,54 +147,8 @@ def run_workload(
     return run_id
 
 
-def _attribute_flips(
-    store: RunSink,
-    query: Query,
-    key: str,
-    point: str | None,
-    sides: Sequence[Side],
-    observations: Sequence[Observation],
-    options: RunOptions,
-) -> None:
-    """For sides that chose different plans for the same parameters: which settings did it
-    (collectors/attribution.py), filed in the candidate target's info."""
-    if query.generic_plan:
-        return
-    by_name = {side.name: side for side in sides}
-    by_target = {side.target_id: side.name for side in sides}
-    plans = {(by_target[o.target_id], o.sample_index): fingerprint(o.plan) for o in observations}
-    params = {o.sample_index: json.loads(o.params) for o in observations}
-    for baseline, candidate, index in first_difference(sides, plans):
-        try:
-            found = attribute(
-                baseline,
-                candidate,
-                query.sql,
-                params[index] if query.placeholders else None,
-                plans[(baseline.name, index)],
-                index,
-                options.statement_timeout,
-            )
-            info = found.as_info()
-            if not found.rejected_plan_settings and options.timing != "plan":
-                info["counterfactual"] = unforced(found)
-            elif options.timing != "plan":
-                samples = [params[i] if query.placeholders else None for i in sorted(params)]
-                info["counterfactual"] = counterfactual(
-                    found,
-                    candidate,
-                    query.sql,
-                    samples[:COUNTERFACTUAL_SAMPLES],
-                    plans[(baseline.name, index)],
-                    options.statement_timeout,
-                )
-        except (
-            psycopg.Error
-        ) as exc:  # the measurements stand; say why the test of the cause did not
-            info = {"error": str(exc).strip()}
-        store.file_target_info(
-            by_name[candidate.name].target_id,
-            "attribution",
-            f"{key}|{point or ''}",
-            {baseline.name: info},
-        )
+def _teller(progress: ProgressCallback | None) -> Callable[[str], None]:
+    """Progress lines of the work between measurements (a step that moves no bar)."""
+    if progress is None:
+        return lambda text: None
+    return lambda text: progress(text, 0)

@@ -54,6 +54,14 @@ class RunOptions:
     cache: str | None = None  # "warm" | "cold" for every query (--cache), else the workload's
     side_names: dict[tuple[str, str], str] = field(default_factory=dict)
     timing: str = "off"  # set from the workload's: with "plan", no statement is executed
+    prime: bool = True  # set from the workload's: each sample's pages are read once unmeasured
+    # the rejected plan timed on the candidate (collectors/counterfactual.py): the seconds its
+    # counterfactuals may spend per query point, given (0: none) or as a share of the time the
+    # point's measurement took (None and None: unbounded); and whether both directions of each
+    # pair of sides are timed (else only baseline -> candidate in the run's order of sides)
+    counterfactual_share: float | None = 0.25
+    counterfactual_seconds: float | None = None
+    counterfactual_both: bool = False
 
 
 def side_name(server: str, variant: str, servers: int, variants: int) -> str:

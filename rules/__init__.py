@@ -36,7 +36,7 @@ from rules.runner import RuleRunner, run_rules
 #: `ps101_index_to_bitmap_scan` (one rule) or `ps401_ps403_spills` (a family, codes inclusive)
 RULE_MODULE = re.compile(r"^ps(?P<first>\d{3})(?:_ps(?P<last>\d{3}))?_[a-z0-9]+(?:_[a-z0-9]+)*$")
 #: the modules of the package that hold no rule
-FRAMEWORK_MODULES = frozenset({"base", "common", "gucs", "matching", "pairing", "runner"})
+FRAMEWORK_MODULES = frozenset({"base", "causes", "common", "gucs", "matching", "pairing", "runner"})
 
 
 def rule_modules() -> list[str]:

@@ -58,14 +58,59 @@ def plan_cost(variant: PlanVariant) -> float:
     return normalized_cost(variant.median_cost)
 
 
-def near_tie(comparison: QueryComparison, threshold: float) -> tuple[bool, float, float]:
-    """(the two plans' costs are within `threshold` of each other, baseline, candidate cost).
+@dataclass(frozen=True)
+class Tie:
+    """How close a flip's two plans are by the planner's cost."""
 
-    Sides of one interleaved run planned the same parameter values for sample i: the median of
-    those per-sample cost gaps does not move with which parameters each side's dominant plan
-    happened to get. Otherwise the dominant plans' median costs are compared."""
+    tied: bool
+    baseline_cost: float
+    candidate_cost: float
+    # the plan the candidate rejected, costed on the candidate (the run's forced EXPLAIN);
+    # then candidate_cost is the chosen plan's cost planned the same way
+    rejected_cost: float | None = None
+    # the share of the candidate's own samples at this point that chose the rejected plan
+    rejected_share: float = 0.0
+
+    def text(self) -> str:
+        if self.rejected_cost is not None:
+            chose = (
+                f", which the candidate itself chose for {self.rejected_share:.0%} of its samples"
+                if self.rejected_share
+                else ""
+            )
+            return (
+                f"near-tie on the candidate (chosen plan cost {fmt_cost(self.candidate_cost)} vs "
+                f"{fmt_cost(self.rejected_cost)} for the rejected one{chose})"
+            )
+        return f"near-tie (costs {fmt_cost(self.baseline_cost)} vs {fmt_cost(self.candidate_cost)})"
+
+    def evidence(self) -> dict[str, Any]:
+        found: dict[str, Any] = {
+            "baseline_cost": self.baseline_cost,
+            "candidate_cost": self.candidate_cost,
+            "near_tie": self.tied,
+        }
+        if self.rejected_cost is not None:
+            found["rejected_cost"] = self.rejected_cost
+            found["rejected_share"] = self.rejected_share
+            found["near_tie_basis"] = "candidate"
+        return found
+
+
+def near_tie(comparison: QueryComparison, threshold: float) -> Tie:
+    """Whether the flip's two plans cost within `threshold` of each other.
+
+    From the same server when the run forced the rejected plan on the candidate (attribution
+    `near_tie`: chosen and rejected plan planned on the candidate for the same parameters, the
+    median gap over the flipped samples): that gap does not move with how two servers' ANALYZE
+    samples differ. A candidate that chose the rejected plan itself for some of the point's
+    parameters sits on its own switch point: a near-tie whatever the gap of the flipped samples
+    (which grows with their distance from it), so the severity holds from run to run.
+    Otherwise the two sides' chosen-plan costs: per sample for sides of one interleaved run
+    (sample i had the same parameters on both), else the dominant plans' median costs."""
     if _LAST_TIE and _LAST_TIE[0][0] is comparison and _LAST_TIE[0][1] == threshold:
         return _LAST_TIE[0][2]
+    forced = (comparison.attribution or {}).get("near_tie")
     base_samples = comparison.baseline.by_sample()
     cand_samples = comparison.candidate.by_sample()
     common = sorted(base_samples.keys() & cand_samples.keys())
@@ -79,13 +124,22 @@ def near_tie(comparison: QueryComparison, threshold: float) -> tuple[bool, float
         base = plan_cost(comparison.baseline.dominant)
         cand = plan_cost(comparison.candidate.dominant)
         tied = relative_gap(base, cand) < threshold
-    _LAST_TIE[:] = [(comparison, threshold, (tied, base, cand))]
-    return tied, base, cand
+    tie = Tie(tied, base, cand)
+    if isinstance(forced, Mapping) and forced.get("rejected_cost") is not None:
+        chosen, rejected = float(forced["chosen_cost"]), float(forced["rejected_cost"])
+        rejected_fp = comparison.baseline.dominant.fingerprint
+        samples = comparison.candidate.samples
+        share = sum(v.samples for v in comparison.candidate.plans if v.fingerprint == rejected_fp)
+        share_of = share / samples if samples else 0.0
+        tied = float(forced["gap"]) < threshold or share_of > 0
+        tie = Tie(tied, base, chosen, rejected, share_of)
+    _LAST_TIE[:] = [(comparison, threshold, tie)]
+    return tie
 
 
 # the comparison and threshold near_tie last answered, and its answer: a plan flip's rules
 # ask in turn about the same comparison
-_LAST_TIE: list[tuple[QueryComparison, float, tuple[bool, float, float]]] = []
+_LAST_TIE: list[tuple[QueryComparison, float, Tie]] = []
 
 
 @dataclass(frozen=True)
@@ -103,22 +157,16 @@ def flip_context(comparison: QueryComparison, near_tie_threshold: float | None) 
     `near_tie_threshold=None` for changes that are not plan-shape flips (JIT, heap fetches):
     no near-tie test, the severity follows the verdict alone.
     """
-    tied, base, cand = (False, 0.0, 0.0)
     if near_tie_threshold is not None:
-        tied, base, cand = near_tie(comparison, near_tie_threshold)
+        tie = near_tie(comparison, near_tie_threshold)
     else:
         base = plan_cost(comparison.baseline.dominant)
-        cand = plan_cost(comparison.candidate.dominant)
+        tie = Tie(False, base, plan_cost(comparison.candidate.dominant))
     tail = [comparison.timing.describe()]
-    if tied:
-        tail.append(f"near-tie (costs {fmt_cost(base)} vs {fmt_cost(cand)})")
-    evidence: dict[str, Any] = {
-        "baseline_cost": base,
-        "candidate_cost": cand,
-        "near_tie": tied,
-        **timing_evidence(comparison),
-    }
-    return FlipContext(flip_severity(comparison.timing.verdict, tied), tuple(tail), evidence)
+    if tie.tied:
+        tail.append(tie.text())
+    evidence: dict[str, Any] = {**tie.evidence(), **timing_evidence(comparison)}
+    return FlipContext(flip_severity(comparison.timing.verdict, tie.tied), tuple(tail), evidence)
 
 
 def relative_gap(a: float, b: float) -> float:

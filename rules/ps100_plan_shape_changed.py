@@ -7,7 +7,7 @@ from typing import Any
 
 from detector.model import Finding, QueryComparison, Severity
 from rules.base import rule
-from rules.common import census, census_evidence, emit, flip_severity, fmt_cost, timing_evidence
+from rules.common import census, census_evidence, emit, flip_severity, timing_evidence
 from rules.common import near_tie as _near_tie
 
 
@@ -74,13 +74,13 @@ def plan_shape_changed(
     if not comparison.plan_changed:
         return
     base_variant, cand_variant = comparison.baseline.dominant, comparison.candidate.dominant
-    near_tie, base_cost, cand_cost = _near_tie(comparison, float(options["near_tie"]))
+    tie = _near_tie(comparison, float(options["near_tie"]))
     parts = [
         f"plan changed: {base_variant.signature} -> {cand_variant.signature}",
         comparison.timing.describe(),
     ]
-    if near_tie:
-        parts.append(f"near-tie (costs {fmt_cost(base_cost)} vs {fmt_cost(cand_cost)})")
+    if tie.tied:
+        parts.append(tie.text())
     for who, side in (("baseline", comparison.baseline), ("candidate", comparison.candidate)):
         mixed = census(side, who)
         if mixed:
@@ -90,12 +90,10 @@ def plan_shape_changed(
         "candidate_fingerprint": cand_variant.fingerprint,
         "baseline_signature": base_variant.signature,
         "candidate_signature": cand_variant.signature,
-        "baseline_cost": base_cost,
-        "candidate_cost": cand_cost,
-        "near_tie": near_tie,
+        **tie.evidence(),
         "baseline_plans": census_evidence(comparison.baseline),
         "candidate_plans": census_evidence(comparison.candidate),
         **timing_evidence(comparison),
     }
-    severity = flip_severity(comparison.timing.verdict, near_tie)
+    severity = flip_severity(comparison.timing.verdict, tie.tied)
     yield emit("PS100", comparison, "; ".join(parts), evidence, severity)

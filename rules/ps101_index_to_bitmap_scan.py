@@ -8,7 +8,7 @@ from typing import Any
 from detector.model import Finding, QueryComparison, ScanAccess, Severity
 from detector.model.fingerprint import short_name
 from rules.base import rule
-from rules.common import emit, flip_severity, fmt_cost, node_at, timing_evidence
+from rules.common import emit, flip_severity, node_at, timing_evidence
 from rules.common import near_tie as _near_tie
 from rules.matching import accesses
 from rules.pairing import pair_by_relation, scan_text, unmatched
@@ -91,7 +91,7 @@ def index_to_bitmap_scan(
     if not comparison.plan_changed:
         return
     base_variant, cand_variant = comparison.baseline.dominant, comparison.candidate.dominant
-    near_tie, base_cost, cand_cost = _near_tie(comparison, float(options["near_tie"]))
+    tie = _near_tie(comparison, float(options["near_tie"]))
     pairs = index_to_bitmap_pairs(accesses(base_variant.plan), accesses(cand_variant.plan))
     for old, new in pairs:
         old_node = node_at(base_variant.plan, old.path)
@@ -101,8 +101,8 @@ def index_to_bitmap_scan(
             f" -> {scan_text(short_name(new_node), new.index_name)}",
             comparison.timing.describe(),
         ]
-        if near_tie:
-            parts.append(f"near-tie (costs {fmt_cost(base_cost)} vs {fmt_cost(cand_cost)})")
+        if tie.tied:
+            parts.append(tie.text())
         if new_node.lossy_heap_blocks:
             parts.append(f"{new_node.lossy_heap_blocks} lossy heap blocks")
         evidence: dict[str, Any] = {
@@ -113,11 +113,9 @@ def index_to_bitmap_scan(
             "candidate_index": new.index_name,
             "baseline_path": old.path,
             "candidate_path": new.path,
-            "baseline_cost": base_cost,
-            "candidate_cost": cand_cost,
+            **tie.evidence(),
             "baseline_node_cost": old_node.total_cost,
             "candidate_node_cost": new_node.total_cost,
-            "near_tie": near_tie,
             "exact_heap_blocks": new_node.exact_heap_blocks,
             "lossy_heap_blocks": new_node.lossy_heap_blocks,
             "baseline_shared_hit": old_node.buffers.shared_hit,
@@ -126,5 +124,5 @@ def index_to_bitmap_scan(
             "candidate_shared_read": new_node.buffers.shared_read,
             **timing_evidence(comparison),
         }
-        severity = flip_severity(comparison.timing.verdict, near_tie)
+        severity = flip_severity(comparison.timing.verdict, tie.tied)
         yield emit("PS101", comparison, "; ".join(parts), evidence, severity)

@@ -230,15 +230,15 @@ def test_near_tie_compares_the_costs_of_the_same_parameters() -> None:
     tied = comparison(
         sided("a", per_sample, 300.0), sided("b", tuple(c * 1.01 for c in per_sample), 5050.0)
     )
-    assert near_tie(tied, 0.02)[0]
+    assert near_tie(tied, 0.02).tied
     apart = comparison(
         sided("a", per_sample, 800.0), sided("b", tuple(c * 1.5 for c in per_sample), 800.0)
     )
-    assert not near_tie(apart, 0.02)[0]
+    assert not near_tie(apart, 0.02).tied
     unpaired = comparison(  # other runs: no common samples, the dominant plans decide
         sided("a", (), 800.0), sided("b", (), 805.0)
     )
-    assert near_tie(unpaired, 0.02)[0]
+    assert near_tie(unpaired, 0.02).tied
 
 
 def test_same_plan_slower_names_server_level_settings() -> None:
@@ -277,7 +277,7 @@ def test_a_setting_a_version_does_not_have_is_not_available_not_default() -> Non
 
 
 def test_settings_explain_flip_says_when_the_test_of_the_cause_failed() -> None:
-    from rules.ps500_settings_explain_flip import _tested_text
+    from rules.causes import tested_text as _tested_text
 
     text = _tested_text({"error": "canceling statement due to statement timeout"}, [], None)
     assert text == (

@@ -76,6 +76,23 @@ def run(
             "(production included).",
         ),
     ] = False,
+    counterfactual_budget: Annotated[
+        str,
+        typer.Option(
+            "--counterfactual-budget",
+            help="Time for timing the plan a flip's candidate rejected, per query point: a share "
+            "of the point's measurement time (25%, the default), a duration (90s, 2min), off "
+            "or unbounded.",
+        ),
+    ] = "25%",
+    counterfactual_both: Annotated[
+        bool,
+        typer.Option(
+            "--counterfactual-both",
+            help="Time the rejected plan in both directions of each pair of sides (default: "
+            "baseline -> candidate in the run's order of sides).",
+        ),
+    ] = False,
 ) -> None:
     """Run a workload on every target x variant and store every execution."""
     from detector.jobs.run import execute_run
@@ -97,6 +114,8 @@ def run(
             setup_on_dsn=setup,
             cache=cache,
             plan_only=plan_only,
+            counterfactual_budget=counterfactual_budget,
+            counterfactual_both=counterfactual_both,
         )
     out.print(f"run {run_id} stored in {store}", markup=False)
 
@@ -270,5 +289,3 @@ def demo(
             console=out,
             progress_console=progress,
         )
-
-

@@ -13,6 +13,7 @@ from typing import Any
 from detector.engine.alignment import aligned as aligned  # re-exported: bench/ imports it here
 from detector.engine.approvals import approval_key
 from detector.engine.config import Suppression
+from detector.engine.counterfactuals import judged
 from detector.engine.pairing import SidePair, pair_sides
 from detector.engine.verdicts import below_min_delta as below_min_delta  # bench/ imports it here
 from detector.engine.verdicts import plan_only_timing, query_verdicts
@@ -154,7 +155,7 @@ def _compare(
         pairs,
         query_verdicts(pairs, interleaved, options),
         options,
-        attributions_for(baseline, candidate),
+        attributions_for(baseline, candidate, options),
     )
     del pairs  # a million pairs freed for the findings to reuse
     findings = apply_rules(comparisons, options)
@@ -218,12 +219,24 @@ def attribution_key(query_key: str, point: str | None) -> str:
     return f"{query_key}|{point or ''}"
 
 
-def attributions_for(baseline: TargetRecord, candidate: TargetRecord) -> dict[str, Any]:
-    """The candidate's attributions against this baseline, per attribution_key."""
+def attributions_for(
+    baseline: TargetRecord, candidate: TargetRecord, options: CompareOptions = _DEFAULTS
+) -> dict[str, Any]:
+    """The candidate's attributions against this baseline, per attribution_key, with the
+    verdict of each counterfactual (detector/engine/counterfactuals.py)."""
     if baseline.run_id != candidate.run_id:
         return {}
     filed = candidate.info.get("attribution") or {}
-    return {key: found[baseline.name] for key, found in filed.items() if baseline.name in found}
+    return {
+        key: judged(
+            found[baseline.name],
+            min_effect=options.min_effect,
+            alpha=options.alpha,
+            min_samples=options.min_samples,
+        )
+        for key, found in filed.items()
+        if baseline.name in found
+    }
 
 
 def apply_rules(comparisons: Sequence[QueryComparison], options: CompareOptions) -> list[Finding]:

@@ -24,6 +24,9 @@ from detector.reports.escape import single_line
 from detector.reports.terminal import render_terminal
 from detector.store import Store
 
+# the rejected plan of a flip, timed on the candidate: at most this share of the time the
+# query point's measurement took (collectors/counterfactual.py)
+DEFAULT_COUNTERFACTUAL_BUDGET = "25%"
 # a symlink to examples/demo/workload.toml in a checkout, the file itself in a wheel
 DEMO_WORKLOAD = Path(__file__).resolve().parent / "demo_workload.toml"
 
@@ -47,6 +50,8 @@ def execute_run(
     cache: str | None = None,
     plan_only: bool = False,
     kind: str = "run",
+    counterfactual_budget: str = DEFAULT_COUNTERFACTUAL_BUDGET,
+    counterfactual_both: bool = False,
 ) -> int:
     if repetitions is not None and repetitions < 1:
         raise PlanshiftError(
@@ -73,7 +78,11 @@ def execute_run(
         cache = None
     dsn_map = dict(parse_dsn_option(text) for text in dsns)
     specs = resolve_target_specs(workload.targets, targets, dsn_map)
+    share, seconds = parse_counterfactual_budget(counterfactual_budget)
     options = RunOptions(
+        counterfactual_share=share,
+        counterfactual_seconds=seconds,
+        counterfactual_both=counterfactual_both,
         label=label,
         kind=kind,
         repetitions=repetitions,
@@ -107,6 +116,36 @@ def execute_run(
             )
             console.print(single_line(text), markup=False)
     return run_id
+
+
+def parse_counterfactual_budget(text: str) -> tuple[float | None, float | None]:
+    """`--counterfactual-budget`: (share of the measurement, seconds): "25%" -> (0.25, None),
+    "90s" / "2min" / "90" -> (None, 90.0), "off" / "0" -> (None, 0.0), "unbounded" -> (None,
+    None)."""
+    value = text.strip().lower()
+    if value in ("off", "none", "0", "0s"):
+        return None, 0.0
+    if value == "unbounded":
+        return None, None
+    try:
+        if value.endswith("%"):
+            share = float(value[:-1]) / 100
+            if share > 0:
+                return share, None
+        else:
+            for unit, factor in (("min", 60.0), ("ms", 0.001), ("s", 1.0), ("", 1.0)):
+                if value.endswith(unit):
+                    seconds = float(value[: len(value) - len(unit)]) * factor
+                    if seconds > 0:
+                        return None, seconds
+                    break
+    except ValueError:
+        pass
+    raise PlanshiftError(
+        f"--counterfactual-budget {text}: expected a share of the measurement time (25%), "
+        "a duration (90s, 2min), off or unbounded",
+        "for example --counterfactual-budget 10% or --counterfactual-budget 60s",
+    )
 
 
 def plan_only_workload(workload: Workload) -> Workload:

@@ -184,6 +184,7 @@ ENABLES: Mapping[str, str] = {
     "enable_gathermerge": "Gather Merge",
 }
 
+
 def method_nodes(plan: Plan) -> set[str]:
     """The plan's node types, as ENABLES names them (an Aggregate counts only when hashed)."""
     found: set[str] = set()
@@ -203,6 +204,41 @@ def forcing_settings(chosen: Plan, wanted: Plan) -> dict[str, str]:
     if extra & {"Gather", "Gather Merge"}:
         forced["max_parallel_workers_per_gather"] = "0"
     return forced
+
+
+#: Cost settings tried one at a time (on top of the enable_* switches, then alone) to force a
+#: plan where no enable_* switch forbids what differs: partial aggregation, a Gather. A high
+#: parallel_tuple_cost turns partial aggregation off (no enable_* does: on TPC-H Q17, 18's plan
+#: back to 17's), a zero one turns it on; the others make parallel plans cheaper or dearer.
+PARALLEL_NUDGES: tuple[tuple[str, str], ...] = (
+    ("parallel_tuple_cost", "5"),
+    ("parallel_tuple_cost", "0"),
+    ("parallel_setup_cost", "0"),
+    ("parallel_setup_cost", "100000"),
+    ("min_parallel_table_scan_size", "0"),
+)
+
+
+def cost_nudges(chosen: Plan, wanted: Plan) -> list[dict[str, str]]:
+    """The cost settings worth trying to turn `chosen` into `wanted` (PARALLEL_NUDGES when the
+    plans differ in parallelism or partial aggregation, else none)."""
+
+    def parallel(plan: Plan) -> set[tuple[str, str]]:
+        return {
+            (node.node_type, node.partial_mode or "")
+            for _, node in plan.nodes()
+            if node.partial_mode or node.node_type in ("Gather", "Gather Merge")
+        }
+
+    if parallel(chosen) == parallel(wanted):
+        return []
+    return [{name: value} for name, value in PARALLEL_NUDGES]
+
+
+def forces_in_candidate_units(settings: Mapping[str, str]) -> bool:
+    """Settings that forbid plan methods without changing what the others cost (enable_*, the
+    workers per Gather): a plan forced with them is costed as the planner costs it."""
+    return all(name in ENABLES or name == "max_parallel_workers_per_gather" for name in settings)
 
 
 _PLANNER_SETTING = re.compile(
