@@ -10,6 +10,10 @@ transaction that is always rolled back, with the variant's GUCs set by
 (collectors/session.py says how a statement is kept from ending that transaction and what is
 reset after each execution and each query). collectors/sampling.py measures one query's
 samples; collectors/sides.py holds the sides and their order.
+
+A statement PostgreSQL refuses on a side is recorded with its error (table query_failures) and
+the run goes on (collectors/failures.py); a failure that is the server's fault ends the run,
+which the store keeps, marked failed, with what it measured before and why it stopped.
 """
 
 from __future__ import annotations
@@ -19,15 +23,19 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 
+import psycopg
+
 from collectors.cache import prepare_eviction
+from collectors.failures import ServerFailure, server_failure
 from collectors.flips import attribute_flips, file_flips
 from collectors.sampling import ProgressCallback, measure
 from collectors.server_info import describe_server
 from collectors.server_setup import prepare_server
-from collectors.servers.targets import Server
+from collectors.servers.targets import Server, redact_secrets
 from collectors.session import connect, reset_session
 from collectors.sides import RunOptions as RunOptions  # re-exported: the run's API
 from collectors.sides import Side, side_name
+from detector.errors import PlanshiftError
 from detector.model import Observation
 from detector.model.identity import workload_query_key
 from detector.model.sink import RunSink
@@ -121,23 +129,46 @@ def run_workload(
             for point, fixed in query.points():
                 started = time.monotonic()
                 measured = measure(workload, query, key, point, fixed, sides, options, progress)
-                store.add_observations(measured)
+                store.add_observations(measured.observations)
+                store.add_query_failures(measured.failures)
                 found = attribute_flips(
                     query,
                     point,
                     sides,
-                    measured,
+                    measured.observations,
                     options,
                     time.monotonic() - started,
                     _teller(progress),
                 )
                 flips.extend(found)
-                kept.extend(measured)  # a flip's estimates are read over every point
+                kept.extend(measured.observations)  # a flip's estimates are read over every point
             file_flips(store, key, flips, kept)
             del kept
             for side in {id(side.connection): side for side in sides}.values():
-                reset_session(side.connection, f"query {query.name} on {side.server.name}")
+                try:
+                    reset_session(side.connection, f"query {query.name} on {side.server.name}")
+                except psycopg.Error as exc:
+                    where = f"after query {query.name}"
+                    raise server_failure(
+                        exc, side.server.name, side.server.conninfo, where
+                    ) from exc
         store.finish_run(run_id)
+    except ServerFailure as exc:
+        store.finish_run(run_id, "failed", note=exc.message)
+        raise ServerFailure(
+            exc.message,
+            f"{exc.hint}; run {run_id} keeps what was measured before, marked failed "
+            "(`planshift runs`)",
+        ) from exc
+    except psycopg.Error as exc:  # outside a workload statement: setup, server facts, eviction
+        text = " ".join(str(exc).split())
+        for server in servers:
+            text = redact_secrets(text, server.conninfo)
+        store.finish_run(run_id, "failed", note=f"failed: {text}")
+        raise PlanshiftError(
+            f"run {run_id} failed: {text}",
+            f"run {run_id} keeps what was measured before, marked failed (`planshift runs`)",
+        ) from exc
     except BaseException:
         store.finish_run(run_id, "failed")
         raise

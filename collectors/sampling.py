@@ -1,6 +1,11 @@
 """One query's samples on every side: the parameters of sample i run on every side back to back
 (`rotated` order), primed, as EXPLAIN ANALYZE in the workload's timing mode, each execution in
-its own rolled-back transaction (collectors/session.py)."""
+its own rolled-back transaction (collectors/session.py).
+
+An execution PostgreSQL refuses is recorded and skipped (collectors/failures.py): the other
+sides still run that sample, and the failing side the next one, so sample i keeps the same
+parameters and the same place in the rotation on every side and the samples that worked on
+both sides stay paired; a side stops trying a query that never worked there."""
 
 from __future__ import annotations
 
@@ -8,16 +13,20 @@ import json
 import random
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 import psycopg
 
 from collectors.attribution import PLAN_ONLY
+from collectors.cache import Eviction
+from collectors.failures import FailureTracker, is_servers_fault, server_failure
 from collectors.generic_plans import generic_plan
-from collectors.session import one_statement
+from collectors.servers.targets import redact_secrets
+from collectors.session import SettingsRefused, one_statement
 from collectors.sides import RunOptions, Side, rotated
 from detector.errors import PlanshiftError
 from detector.model import Observation, parse_plan
+from detector.model.failures import QueryFailure
 from detector.model.workload import Query, Workload
 
 # measured executions skip per-node timing by default: its cost grows with the rows a plan
@@ -31,6 +40,13 @@ EXPLAIN = {
 ProgressCallback = Callable[[str, int], None]
 
 
+class Measured(NamedTuple):
+    """One query's measured executions at one sweep point, and the executions that failed."""
+
+    observations: list[Observation]
+    failures: list[QueryFailure]
+
+
 def measure(
     workload: Workload,
     query: Query,
@@ -40,9 +56,17 @@ def measure(
     sides: Sequence[Side],
     options: RunOptions,
     progress: ProgressCallback | None,
-) -> list[Observation]:
+) -> Measured:
+    tracker = FailureTracker(query, key, point)
+    label = f"{query.name} {point or ''}".strip()
+
+    def tick() -> None:
+        if progress is not None:
+            progress(label, 1)
+
     if query.generic_plan:
-        return _generic_observations(query, key, sides, options, progress)
+        planned = _generic_observations(query, key, sides, options, tick, tracker)
+        return Measured(planned, tracker.failures)
     reps = options.repetitions or query.repetitions or workload.repetitions
     warmup = workload.warmup if options.warmup is None else options.warmup
     rng = random.Random(f"{workload.seed}:{query.name}:{point}")
@@ -56,23 +80,60 @@ def measure(
         # (a cold trial is the opposite: it evicts them before each measured execution)
         passes = (False, True) if measured and workload.prime and not cold else (measured,)
         for recorded in passes:
+            phase = "measurement" if recorded else ("priming" if measured else "warmup")
             for side in rotated(sides, index):
-                if recorded and cold and side.eviction is not None:
-                    side.eviction.evict(
-                        side.connection, _relations(side, query, params, options.statement_timeout)
+                if tracker.stopped(side):
+                    tick()
+                    continue
+                sample = index - warmup
+                try:
+                    if recorded and cold and side.eviction is not None:
+                        relations = _relations(side, query, params, options.statement_timeout)
+                        _evict(side, side.eviction, relations, query)
+                    plan_json, plain_ms, client_ms = _execute(
+                        side, query, params, options.statement_timeout, workload.timing
                     )
-                plan_json, plain_ms, client_ms = _execute(
-                    side, query, params, options.statement_timeout, workload.timing
-                )
-                if progress is not None:
-                    progress(f"{query.name} {point or ''}".strip(), 1)
+                except SettingsRefused as exc:
+                    raise _refused(side, exc) from exc
+                except psycopg.Error as exc:
+                    tracker.failed(exc, side, sample, phase, params)
+                    tick()
+                    continue
+                tracker.worked(side)
+                tick()
                 if recorded:
                     observation = _observation(
-                        side, key, params, plan_json, client_ms, index - warmup, point, plain_ms
+                        side, key, params, plan_json, client_ms, sample, point, plain_ms
                     )
-                    side.check_settings(observation.plan, f"{query.name} {point or ''}".strip())
+                    side.check_settings(observation.plan, label)
                     observations.append(observation)
-    return observations
+    return Measured(observations, tracker.failures)
+
+
+def _evict(side: Side, eviction: Eviction, relations: list[str], query: Query) -> None:
+    """Make what the statement reads cold. Not the statement's doing: a failure here is never
+    the query's (it raises PlanshiftError, or ServerFailure when the server is at fault)."""
+    try:
+        eviction.evict(side.connection, relations)
+    except psycopg.Error as exc:
+        where = f"evicting the relations of query {query.name} ({', '.join(relations)})"
+        if is_servers_fault(exc, side.connection):
+            raise server_failure(exc, side.name, side.server.conninfo, where) from exc
+        message = redact_secrets(" ".join(str(exc).split()), side.server.conninfo)
+        raise PlanshiftError(
+            f"{where} failed on {side.name}: {message}",
+            "cold trials need pg_buffercache_evict (PostgreSQL 17+) and rights on the relations; "
+            "run with --cache warm",
+        ) from exc
+
+
+def _refused(side: Side, exc: SettingsRefused) -> PlanshiftError:
+    shown = ", ".join(f"{name} = {value}" for name, value in side.gucs.items()) or "none"
+    return PlanshiftError(
+        f"{side.name} refused its settings ({shown}): {str(exc).strip()}",
+        "a variant's setting this server does not have or accept: check it with SHOW on that "
+        "server, or give the variants settings every target's version knows",
+    )
 
 
 def _execute(
@@ -84,18 +145,12 @@ def _execute(
     # a query without placeholders is sent as written: `LIKE 'PROMO%'` keeps its `%`
     bound = params if query.placeholders else None
     gucs = _gucs(side, timeout)
-    try:
-        plan_json, client_ms = one_statement(
-            side.connection, EXPLAIN.get(timing, EXPLAIN["off"]) + query.sql, bound, gucs
-        )
-        if timing != "plain":
-            return str(plan_json), None, client_ms
-        _, plain_ms = one_statement(side.connection, query.sql, bound, gucs, first_value=False)
-    except psycopg.Error as exc:
-        raise PlanshiftError(
-            f"query {query.name} failed on {side.name}: {str(exc).strip()}",
-            f"parameters: {json.dumps(params, default=str)}",
-        ) from exc
+    plan_json, client_ms = one_statement(
+        side.connection, EXPLAIN.get(timing, EXPLAIN["off"]) + query.sql, bound, gucs
+    )
+    if timing != "plain":
+        return str(plan_json), None, client_ms
+    _, plain_ms = one_statement(side.connection, query.sql, bound, gucs, first_value=False)
     return str(plan_json), plain_ms, plain_ms
 
 
@@ -150,7 +205,8 @@ def _generic_observations(
     key: str,
     sides: Sequence[Side],
     options: RunOptions,
-    progress: ProgressCallback | None,
+    tick: Callable[[], None],
+    tracker: FailureTracker,
 ) -> list[Observation]:
     """One plan-only observation per side: no timings, labelled by the plan's missing analysis."""
     observations = []
@@ -160,12 +216,10 @@ def _generic_observations(
             version = int(side.server.info.get("server_version_num") or 0)
             plan_json = generic_plan(side.connection, query.sql, gucs, version)
         except psycopg.Error as exc:
-            raise PlanshiftError(
-                f"generic plan of {query.name} failed on {side.name}: {str(exc).strip()}",
-                "generic_plan queries use $1, $2 ... placeholders whose types PostgreSQL can infer",
-            ) from exc
-        if progress is not None:
-            progress(query.name, 1)
+            tracker.failed(exc, side, 0, "generic plan", {})
+            tick()
+            continue
+        tick()
         observations.append(
             Observation(
                 target_id=side.target_id,

@@ -5,8 +5,11 @@ extended query protocol, which refuses several commands in one string, so `SELEC
 DELETE ...` is an error instead of a commit. A measured execution is one pipeline with one
 Sync: BEGIN, the side's settings by `set_config(name, value, true)` (with the release of any
 session-level advisory lock the previous statement took), the statement, ROLLBACK; all but the
-statement are prepared once per session. If the wait for its results is interrupted, the
-session is closed: the server then rolls back and releases everything. After each query,
+statement are prepared once per session. If the statement fails, the transaction is rolled
+back and the locks released before its error is raised, so the session is as it was (the runner
+records the failure and goes on, collectors/failures.py); settings the server refuses raise
+`SettingsRefused` instead. If the wait for its results is interrupted, the session is closed:
+the server then rolls back and releases everything. After each query,
 `reset_session` checks that nothing survived the rollback (a session-level setting) and clears
 what may have (advisory locks, prepared statements, temporary state) with DISCARD ALL.
 """
@@ -31,6 +34,11 @@ APPLICATION_NAME = "planshift"
 # settings a client sets when it connects (application_name, client_encoding, DateStyle ...) have
 # source 'client'; 'session' means a SET (or set_config(..., false)) that outlived its transaction
 LEAKED_SETTINGS = "SELECT name, setting FROM pg_settings WHERE source = 'session' ORDER BY name"
+
+
+class SettingsRefused(psycopg.Error):
+    """The server refused an execution's settings (its set_config), not its statement: the
+    same settings would fail every statement of that side. It carries the server's error."""
 
 
 def connect(server: Server) -> psycopg.Connection[Any]:
@@ -165,7 +173,7 @@ def _pipeline(
         while pg.flush():
             select.select([], [pg.socket], [])
         results: list[pq.abc.PGresult] = []
-        failed = None
+        failed, position = None, MEASURED
         while True:
             while pg.is_busy():
                 select.select([pg.socket], [], [])
@@ -177,18 +185,21 @@ def _pipeline(
             if status == _SYNC:
                 break
             if status == _FATAL and failed is None:
-                failed = result  # the error skipped the rest of the pipeline
+                failed, position = result, len(results)  # the rest of the pipeline is skipped
             results.append(result)
         pg.exit_pipeline_mode()
     except BaseException:
         conn.close()
         raise
     if failed is not None:
-        # the transaction is open and failed
+        # the transaction is open and failed: after these the session is as before the pipeline
         if pg.transaction_status != pq.TransactionStatus.IDLE:
             _control(conn, b"ROLLBACK")
         _control(conn, b"SELECT pg_advisory_unlock_all()")
-        raise error_from_result(failed, conn.info.encoding)
+        error = error_from_result(failed, conn.info.encoding)
+        if position != MEASURED:
+            raise SettingsRefused(str(error), info=failed, encoding=conn.info.encoding)
+        raise error
     return results[MEASURED]
 
 

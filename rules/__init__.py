@@ -7,7 +7,7 @@ package imports every module whose file name has that pattern, and importing a m
 registers its rules (the `rule` decorator): a new rule file cannot be forgotten.
 
 Codes: PS1xx plan flips, PS2xx timing, PS3xx cost/estimate divergence and row estimates,
-PS4xx resources, PS5xx settings, PS6xx approved plans.
+PS4xx resources, PS5xx settings, PS6xx approved plans, PS7xx failed executions.
 
 The framework: `base` (the registry, selectors), `runner` (the rules over many queries, as
 their gates allow), `common` (severity, number formats, evidence), `matching` (facts of one

@@ -2,7 +2,8 @@
 
 A rule is a pure function of a `QueryComparison` (plan pairs plus timing statistics) and
 its options; it yields `Finding`s. Codes group by family: PS1xx plan flips, PS2xx timing,
-PS3xx cost/estimate divergence, PS4xx resources, PS5xx settings.
+PS3xx cost/estimate divergence, PS4xx resources, PS5xx settings, PS6xx approved plans, PS7xx
+failed executions.
 
 Errors a user can cause (an unknown rule or option, a badly typed option) raise
 `RuleConfigError`, a `PlanshiftError` (the one user-error type: the CLI prints `error:`/`hint:`
@@ -37,6 +38,7 @@ FAMILIES: Mapping[str, str] = {
     "resources": "PS4",
     "settings": "PS5",
     "baselines": "PS6",
+    "failures": "PS7",
 }
 #: the `## Heading` sections every rule's docstring has, in this order
 DOC_SECTIONS = ("What it flags", "Why it matters", "Example", "What to do", "References")
@@ -64,6 +66,7 @@ class Rule:
     needs_plan_change: bool = False  # silent when the dominant plan is the same: not even called
     gate: Gate | None = None  # False: silent, see `rule`
     each: EachGate | None = None  # False at i: silent for comparison i, see `rule`
+    without_plans: bool = False  # also sees queries without a plan on a side, see `rule`
 
     @property
     def doc(self) -> str:
@@ -158,6 +161,7 @@ def rule(
     needs_plan_change: bool = False,
     gate: Gate | None = None,
     each: EachGate | None = None,
+    without_plans: bool = False,
     **options: OptionValue,
 ) -> Callable[[CheckFn], CheckFn]:
     """Register the decorated check function as rule `code`; options are the defaults.
@@ -170,6 +174,8 @@ def rule(
     `RuleRunner.many` asks it once per such kind of comparison. `each` is asked once for a
     whole list of comparisons and answers per comparison (False: silent for that one): a
     test of the query's own numbers, cheaper in bulk than calling the check a million times.
+    A query that failed on every execution on a side has no plan there (`side.plans` empty):
+    only rules registered with `without_plans=True` see such comparisons.
     """
     if not _CODE.match(code):
         raise ValueError(f"rule code {code!r} is not PS + three digits")
@@ -183,7 +189,16 @@ def rule(
             if other.code == code or other.name == name:
                 raise ValueError(f"rule {code} {name} clashes with {other.code} {other.name}")
         _REGISTRY[code] = Rule(
-            code, name, family, severity, dict(options), check, needs_plan_change, gate, each
+            code,
+            name,
+            family,
+            severity,
+            dict(options),
+            check,
+            needs_plan_change,
+            gate,
+            each,
+            without_plans,
         )
         return check
 

@@ -69,8 +69,11 @@ class RuleRunner:
             for selected in select_rules(select, ignore)
         ]
         self.same_plan_rules = [(r, o) for r, o in self.rules if not r.needs_plan_change]
+        self.planless_rules = [(r, o) for r, o in self.rules if r.without_plans]
 
     def __call__(self, comparison: QueryComparison) -> list[Finding]:
+        if not _planned(comparison):
+            return self._run(comparison, self.planless_rules)  # it failed on a side
         return self._run(
             comparison, self.rules if comparison.plan_changed else self.same_plan_rules
         )
@@ -79,14 +82,26 @@ class RuleRunner:
         """`self(comparison)` for each comparison, in order; rules whose gates are closed for
         a comparison are not called (see `rules.base.rule`)."""
         every = comparisons if isinstance(comparisons, Sequence) else list(comparisons)
-        opened = {r.code: r.each(every, o) for r, o in self.rules if r.each is not None}
+        # a query without a plan on a side (it failed there) goes through `self`: looked for
+        # only when a gate or kind_of trips on one (an IndexError), so the usual list pays nothing
+        try:
+            opened = {r.code: r.each(every, o) for r, o in self.rules if r.each is not None}
+        except IndexError:
+            planned = iter(self.many([c for c in every if _planned(c)]))
+            for comparison in every:
+                yield next(planned) if _planned(comparison) else self(comparison)
+            return
         # comparisons for which some `each` gate is open (few: the others skip the gated rules)
         any_open = list(map(any, zip(*opened.values(), strict=True))) if opened else []
         # per kind: the rules to run, and those to run where their `each` gate is open
         chosen: dict[Kind, tuple[Selected, Selected]] = {}
         held: list[Side] = []  # the sides behind each kind's ids, alive while it is used
         for i, comparison in enumerate(every):
-            kind = kind_of(comparison)
+            try:
+                kind = kind_of(comparison)
+            except IndexError:
+                yield self(comparison)
+                continue
             found = chosen.get(kind)
             if found is None:
                 found = chosen[kind] = self._select(comparison, kind[2])
@@ -119,3 +134,8 @@ class RuleRunner:
         if len(findings) > 1:
             findings.sort(key=Finding.sort_key)
         return findings
+
+
+def _planned(comparison: QueryComparison) -> bool:
+    """Both sides have a plan (a query that failed on every execution of a side has none)."""
+    return bool(comparison.baseline.plans) and bool(comparison.candidate.plans)

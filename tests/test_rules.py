@@ -56,6 +56,7 @@ DOCS_URL = re.compile(r"https://www\.postgresql\.org/docs/current/([a-z0-9-]+\.h
 #: the PostgreSQL documentation pages the rule docs cite (docs/current/<page>): a typo fails
 DOCS_PAGES = {
     "auto-explain.html",
+    "errcodes-appendix.html",
     "explicit-joins.html",
     "functions-info.html",
     "how-parallel-query-works.html",
@@ -77,6 +78,7 @@ DOCS_PAGES = {
     "sql-createstatistics.html",
     "sql-explain.html",
     "sql-prepare.html",
+    "upgrading.html",
     "storage-vm.html",
     "using-explain.html",
     "view-pg-settings.html",

@@ -8,6 +8,7 @@ import pytest
 from helpers import FreshDb
 from psycopg.conninfo import make_conninfo
 
+from collectors.failures import GIVE_UP_AFTER
 from collectors.runner import RunOptions, plan_count, run_workload
 from collectors.servers.embedded import EmbeddedCluster
 from collectors.servers.targets import (
@@ -16,7 +17,7 @@ from collectors.servers.targets import (
     redact_conninfo,
     resolve_target_specs,
 )
-from collectors.session import connect, one_statement, reset_session
+from collectors.session import SettingsRefused, connect, one_statement, reset_session
 from detector.errors import PlanshiftError
 from detector.jobs.workload import load_workload
 from detector.store import Store
@@ -123,17 +124,29 @@ def test_writes_under_explain_analyze_are_rolled_back(
     assert row == (7,)
 
 
-def test_failing_query_names_query_and_side_and_marks_run_failed(
+def test_a_failing_query_is_recorded_and_the_run_completes(
     tmp_path: Path, pg15: EmbeddedCluster, fresh_db: FreshDb
 ) -> None:
     text = WORKLOAD.replace("SET v = -1", "SET nosuchcolumn = -1")
-    with pytest.raises(
-        PlanshiftError, match=r"query write failed on (index|bitmap): .*nosuchcolumn"
-    ):
-        run(tmp_path, fresh_db(pg15), text)
-    with Store(tmp_path / "store.duckdb") as store:
-        assert [r.status for r in store.runs()] == ["failed"]
-        assert store.latest_run_id() is None
+    store, run_id = run(tmp_path, fresh_db(pg15), text)
+    with store:
+        assert [r.status for r in store.runs()] == ["complete"]
+        targets = {t.target_id: t.name for t in store.targets([run_id])}
+        failures = store.query_failures(list(targets))
+        # it never worked: each side stops after GIVE_UP_AFTER executions (warm-up, then the
+        # priming and measured executions of samples 0, 1 ...); the other side goes on
+        tried = [("warmup", -1), ("priming", 0), ("measurement", 0), ("priming", 1)]
+        tried += [("measurement", 1)]
+        for name in ("index", "bitmap"):
+            mine = [(f.phase, f.sample_index) for f in failures if targets[f.target_id] == name]
+            assert mine == tried[:GIVE_UP_AFTER]
+        assert {f.sqlstate for f in failures} == {"42703"}
+        assert {f.message for f in failures} == {
+            'column "nosuchcolumn" of relation "t" does not exist'
+        }
+        names = {k: q.name for k, q in store.queries().items()}
+        measured = {names[r.query_key] for r in store.observations(list(targets))}
+        assert measured == {"range"}
 
 
 def test_failing_setup_is_reported_with_the_statement(
@@ -254,8 +267,10 @@ def test_one_statement_raises_the_servers_error_and_leaves_nothing_behind(
         small = {"work_mem": "64kB"}
         with pytest.raises(psycopg.errors.DivisionByZero):
             one_statement(conn, "DELETE FROM t WHERE 1 / (id - id) = 0", None, small)
-        with pytest.raises(psycopg.errors.InvalidParameterValue):
+        # settings refused are not the statement's error: the runner ends the run on them
+        with pytest.raises(SettingsRefused, match="work_mem") as refused:
             one_statement(conn, "DELETE FROM t", None, {"work_mem": "-5"})
+        assert refused.value.sqlstate == "22023"  # invalid_parameter_value
         assert conn.info.transaction_status == psycopg.pq.TransactionStatus.IDLE
         assert one_statement(conn, "SELECT current_setting('work_mem')", None, small)[0] == "64kB"
         assert one_statement(conn, "SELECT current_setting('work_mem')")[0] != "64kB"

@@ -64,14 +64,15 @@ def runs(store: StoreOption = DEFAULT_STORE, output_format: FormatOption = "term
     """List the runs in the store with their targets."""
     from rich.table import Table
 
+    from detector.model.failures import failed_queries_text
     from detector.reports.listing_json import runs_document
     from detector.store import Store
 
     as_json = check_format(output_format)
     with user_errors(), Store(store, read_only=True) as db:
-        records, targets = db.runs(), db.targets()
+        records, targets, failed = db.runs(), db.targets(), db.failed_queries()
     if as_json:
-        print_json(runs_document(records, targets))
+        print_json(runs_document(records, targets, failed))
         return
     table = Table("run", "label", "started", "status", "targets")
     for record in records:
@@ -87,6 +88,9 @@ def runs(store: StoreOption = DEFAULT_STORE, output_format: FormatOption = "term
     for record in records:
         if record.note:
             out.print(f"run {record.run_id}: {record.note}", markup=False)
+        if record.run_id in failed:
+            text = f"run {record.run_id}: {failed_queries_text(failed[record.run_id])}"
+            out.print(text, markup=False)
 
 
 def rules(

@@ -6,7 +6,7 @@ import gc
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
-from itertools import repeat
+from itertools import chain, repeat
 from operator import itemgetter
 from typing import Any
 
@@ -14,6 +14,7 @@ from detector.engine.alignment import aligned as aligned  # re-exported: bench/ 
 from detector.engine.approvals import approval_key
 from detector.engine.config import Suppression
 from detector.engine.counterfactuals import judged
+from detector.engine.failures import with_failures
 from detector.engine.pairing import SidePair, pair_sides
 from detector.engine.verdicts import below_min_delta as below_min_delta  # bench/ imports it here
 from detector.engine.verdicts import plan_only_timing, query_verdicts
@@ -158,7 +159,8 @@ def _compare(
         attributions_for(baseline, candidate, options),
     )
     del pairs  # a million pairs freed for the findings to reuse
-    findings = apply_rules(comparisons, options)
+    comparisons, failed = with_failures(store, baseline, candidate, comparisons, options)
+    findings = apply_rules(comparisons, options, failed)
     kept, suppressed = split_suppressed(findings, options.suppressions)
     return ComparisonResult(
         baseline=baseline.name,
@@ -175,6 +177,7 @@ def _compare(
         interleaved=interleaved,
         alpha=options.alpha,
         events=window_events(store, baseline, candidate),
+        failed=tuple(failed),
     )
 
 
@@ -210,6 +213,7 @@ def compared(
             [tested.get(attribution_key(k, p)) for k, p in zip(keys, points, strict=True)]
             if tested
             else repeat(None),
+            repeat(None),  # failures: detector.engine.failures attaches them
         )
     )
 
@@ -239,12 +243,20 @@ def attributions_for(
     }
 
 
-def apply_rules(comparisons: Sequence[QueryComparison], options: CompareOptions) -> list[Finding]:
-    """Every finding of the selected rules, sorted."""
+def apply_rules(
+    comparisons: Sequence[QueryComparison],
+    options: CompareOptions,
+    failed: Sequence[QueryComparison] = (),
+) -> list[Finding]:
+    """Every finding of the selected rules, sorted; `failed` are the queries not compared
+    because they failed on a side (only the rules about failures see them)."""
     check = RuleRunner(select=options.select, ignore=options.ignore, options=options.rule_options)
     findings = [
         replace(finding, point=comparison.point) if comparison.point else finding
-        for comparison, found in zip(comparisons, check.many(comparisons), strict=True)
+        for comparison, found in chain(
+            zip(comparisons, check.many(comparisons), strict=True),
+            zip(failed, map(check, failed), strict=True),
+        )
         for finding in found
     ]
     findings.sort(key=Finding.sort_key)

@@ -17,6 +17,7 @@ from detector.errors import PlanshiftError
 from detector.jobs.progress import progress_bar
 from detector.jobs.workload import load_workload
 from detector.model import ComparisonResult
+from detector.model.failures import failed_queries_text
 from detector.model.identity import workload_query_key
 from detector.model.workload import CACHE_MODES, Workload
 from detector.reports import gate_severity, resolve_outputs, write_reports
@@ -108,6 +109,7 @@ def execute_run(
         for server in servers if calls else ():
             server.info["production_calls"] = calls
         run_id = run_workload(workload, servers, store, options, progress)
+        failed = store.failed_queries().get(run_id, [])
     for server in servers:
         if "kept_dir" in server.info:
             text = (
@@ -115,6 +117,9 @@ def execute_run(
                 f"pg_ctl -D {server.info['kept_dir']}/data start, as the server's owner)"
             )
             console.print(single_line(text), markup=False)
+    if failed:
+        text = f"{failed_queries_text(failed)} (`planshift compare` reports them: PS700)"
+        console.print(single_line(text), markup=False)
     return run_id
 
 

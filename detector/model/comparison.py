@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, NamedTuple
 
+from detector.model.failures import Failures
 from detector.model.log_rows import LogEventRow
 from detector.model.plan import Plan
 from detector.model.samples import Samples as Samples  # re-exported: its old home
@@ -162,6 +163,8 @@ class QueryComparison:
     # the differing settings reverted on the candidate, and "restores", the smallest set that
     # brought the baseline's plan back (empty: none did); None when not tested
     attribution: Mapping[str, Any] | None = None
+    # executions of this query that failed on either side (detector.model.failures); None: none
+    failures: Failures | None = None
 
     @property
     def label(self) -> str:
@@ -182,7 +185,10 @@ class QueryComparison:
 
     @property
     def plan_changed(self) -> bool:
-        return self.baseline.plans[0].fingerprint != self.candidate.plans[0].fingerprint
+        try:
+            return self.baseline.plans[0].fingerprint != self.candidate.plans[0].fingerprint
+        except IndexError:  # no plan on a side: the query failed there
+            return False
 
 
 @dataclass(frozen=True)
@@ -233,6 +239,9 @@ class ComparisonResult:
     # two time windows of a log: the server events (settings, reloads, starts, autovacuum,
     # DDL) from the start of the earlier window to the end of the later one, by time
     events: tuple[WindowEvent, ...] = ()
+    # queries (and sweep points) not compared because no execution of them succeeded on a side:
+    # their sides have no plan there, and `failures` says why (rule PS700)
+    failed: tuple[QueryComparison, ...] = ()
 
     def verdict_counts(self) -> dict[str, int]:
         counts = {v.value: 0 for v in Verdict}

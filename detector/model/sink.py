@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
+from detector.model.failures import QueryFailure
 from detector.model.log_rows import LedgerUpdate, LogBatchColumns, LogFileRecord
 from detector.model.observation import Observation
 from detector.model.records import QueryRecord, TargetRecord
@@ -17,7 +18,8 @@ from detector.model.rows import NewPlan
 
 
 class RunSink(Protocol):
-    """What the EXPLAIN runner writes: a run, its targets, queries and observations."""
+    """What the EXPLAIN runner writes: a run, its targets, queries, observations and the
+    executions that failed."""
 
     def begin_run(
         self,
@@ -50,7 +52,11 @@ class RunSink(Protocol):
 
     def add_observations(self, observations: Sequence[Observation]) -> int: ...
 
-    def finish_run(self, run_id: int, status: str = "complete") -> None: ...
+    def add_query_failures(self, failures: Sequence[QueryFailure]) -> int: ...
+
+    def finish_run(
+        self, run_id: int, status: str = "complete", note: str | None = None
+    ) -> None: ...
 
 
 class LogSink(Protocol):

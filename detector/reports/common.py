@@ -128,6 +128,30 @@ def findings_by_query(result: ComparisonResult) -> tuple[dict[int, list[Finding]
     return owned, orphans
 
 
+def findings_of_failed(
+    result: ComparisonResult,
+) -> tuple[dict[int, list[Finding]], list[Finding]]:
+    """The findings of the queries not compared (per index into result.failed: they failed on
+    a side), and the findings that belong to no query at all."""
+    _, orphans = findings_by_query(result)
+    index = {(q.query_key, q.point): i for i, q in enumerate(result.failed)}
+    owned: dict[int, list[Finding]] = {}
+    rest: list[Finding] = []
+    for finding in orphans:
+        position = index.get((finding.query_key, finding.point))
+        if position is None:
+            rest.append(finding)
+        else:
+            owned.setdefault(position, []).append(finding)
+    return owned, rest
+
+
+def not_compared_reason(query: QueryComparison) -> str:
+    """`no execution worked on pg17`: why a query of result.failed was not compared."""
+    sides = [side.label for side in (query.baseline, query.candidate) if not side.plans]
+    return f"no execution worked on {' and '.join(sides)}"
+
+
 def worst_severities(result: ComparisonResult) -> dict[int, Severity]:
     """The worst finding's severity per index into result.queries (queries with findings)."""
     owned, _ = findings_by_query(result)
@@ -205,7 +229,10 @@ def verdict_summary(result: ComparisonResult) -> str:
     changed = sum(q.plan_changed for q in result.queries)
     compared = counted(len(result.queries), "query", "queries")
     text = f"{compared} compared ({', '.join(parts) or 'none'})"
-    return f"{text}, {counted(changed, 'plan change')}"
+    text = f"{text}, {counted(changed, 'plan change')}"
+    if result.failed:
+        text += f"; {len(result.failed)} not compared (no execution worked on a side: PS700)"
+    return text
 
 
 @dataclass(frozen=True)

@@ -7,6 +7,7 @@ from typing import Any
 
 from detector.engine.census import comparison_switches
 from detector.model import ComparisonResult, PlanVariant, QueryComparison, Side, TimingStats
+from detector.model.failures import side_summary
 from detector.reports.common import method_lines
 from detector.reports.timeline_json import event_document
 from detector.version import __version__
@@ -81,6 +82,30 @@ def _query(query: QueryComparison) -> dict[str, Any]:
     }
 
 
+def _failures(result: ComparisonResult) -> list[dict[str, Any]]:
+    """The queries (and points) with failed executions: compared on the samples that worked,
+    or not compared at all (no execution worked on a side), by name and point."""
+    rows = []
+    for compared, queries in ((True, result.queries), (False, result.failed)):
+        for query in queries:
+            failures = query.failures
+            if failures is None:
+                continue
+            base, cand = query.baseline, query.candidate
+            rows.append(
+                {
+                    "query_key": query.query_key,
+                    "query": query.query_name,
+                    "point": query.point,
+                    "compared": compared,
+                    "baseline": side_summary(base.label, base.samples, failures.baseline),
+                    "candidate": side_summary(cand.label, cand.samples, failures.candidate),
+                }
+            )
+    rows.sort(key=lambda row: (row["query"], row["point"] or ""))
+    return rows
+
+
 def to_document(result: ComparisonResult) -> dict[str, Any]:
     document = _document(result)
     if result.events:  # two time windows of a log
@@ -105,7 +130,9 @@ def _document(result: ComparisonResult) -> dict[str, Any]:
             "verdicts": result.verdict_counts(),
             "findings": len(result.findings),
             "worst_severity": (result.worst_severity() or None) and str(result.worst_severity()),
+            "not_compared": len(result.failed),
         },
+        "failures": _failures(result),
         "findings": [
             {
                 "code": f.code,

@@ -1,8 +1,9 @@
 """`--format junit`: JUnit XML that CI systems (GitHub, GitLab, Jenkins) display as test results.
 
 One test suite per comparison, one test case per query and sweep point (classname
-`planshift.<query>`, name the query's label). A case fails when it has findings at or above
-`--fail-on`; its other findings go to `system-out`. `time` is the candidate's median duration
+`planshift.<query>`, name the query's label), the queries not compared because they failed on a
+side included. A case fails when it has findings at or above `--fail-on`; its other findings go
+to `system-out`. `time` is the candidate's median duration
 in seconds. Properties record the sides, versions and settings that differ.
 """
 
@@ -11,7 +12,13 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 
 from detector.model import ComparisonResult, Finding, QueryComparison, Severity
-from detector.reports.common import findings_by_query, settings_text, title
+from detector.reports.common import (
+    findings_by_query,
+    findings_of_failed,
+    not_compared_reason,
+    settings_text,
+    title,
+)
 from detector.reports.escape import for_xml
 
 
@@ -31,6 +38,7 @@ def _case(
     query: QueryComparison | None,
     findings: list[Finding],
     fail_on: Severity | None,
+    note: str | None = None,
 ) -> bool:
     case = ET.SubElement(
         suite, "testcase", {"classname": classname, "name": name, "time": _seconds(query)}
@@ -44,7 +52,7 @@ def _case(
             {"message": f"{worst.code} {worst.name}: {worst.message}", "type": worst.code},
         )
         failure.text = "\n".join(_finding_line(f) for f in failing) + "\n"
-    lines = []
+    lines = [] if note is None else [note]
     if query is not None:
         lines.append(f"{query.timing.verdict.value}: {query.timing.describe()}")
         lines.append(f"baseline plan:  {query.baseline.dominant.signature}")
@@ -65,7 +73,7 @@ def _clean(root: ET.Element) -> None:
 
 
 def render_junit(result: ComparisonResult, *, fail_on: Severity | None) -> str:
-    owned, orphans = findings_by_query(result)
+    owned, _ = findings_by_query(result)
     root = ET.Element("testsuites", {"name": "planshift"})
     suite = ET.SubElement(
         root,
@@ -88,9 +96,15 @@ def render_junit(result: ComparisonResult, *, fail_on: Severity | None) -> str:
         classname = f"planshift.{query.query_name}"
         findings = owned.get(index, [])
         failures += _case(suite, classname, query.label, query, findings, fail_on)
+    of_failed, orphans = findings_of_failed(result)
+    for index, query in enumerate(result.failed):
+        note = f"not compared: {not_compared_reason(query)}"
+        findings = of_failed.get(index, [])
+        classname = f"planshift.{query.query_name}"
+        failures += _case(suite, classname, query.label, None, findings, fail_on, note)
     if orphans:
         failures += _case(suite, "planshift", "comparison", None, orphans, fail_on)
-    tests = len(result.queries) + bool(orphans)
+    tests = len(result.queries) + len(result.failed) + bool(orphans)
     total = sum(float(_seconds(q)) for q in result.queries)
     for element in (root, suite):
         element.set("tests", str(tests))

@@ -66,7 +66,14 @@ def servers_document(found: Sequence[Installation]) -> dict[str, Any]:
     }
 
 
-def runs_document(runs: Sequence[RunRecord], targets: Sequence[TargetRecord]) -> dict[str, Any]:
+def runs_document(
+    runs: Sequence[RunRecord],
+    targets: Sequence[TargetRecord],
+    failed: Mapping[int, Sequence[tuple[str, str | None, Sequence[str]]]] | None = None,
+) -> dict[str, Any]:
+    """`failed`: per run, the queries (name, sweep point) with failed executions and the
+    targets they failed on (Store.failed_queries)."""
+    failed = failed or {}
     return {
         "format_version": FORMAT_VERSION,
         "runs": [
@@ -80,6 +87,10 @@ def runs_document(runs: Sequence[RunRecord], targets: Sequence[TargetRecord]) ->
                 "tool_version": run.tool_version,
                 "host": run.host,
                 "targets": [_target(t) for t in targets if t.run_id == run.run_id],
+                "failed_queries": [
+                    {"query": name, "point": point, "targets": list(names)}
+                    for name, point, names in failed.get(run.run_id, ())
+                ],
             }
             for run in runs
         ],

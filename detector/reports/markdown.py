@@ -14,9 +14,11 @@ from detector.reports.common import (
     condition_lines,
     failing_findings,
     findings_by_query,
+    findings_of_failed,
     fmt_count,
     is_quiet,
     method_lines,
+    not_compared_reason,
     settings_text,
     slug,
     verdict_summary,
@@ -176,7 +178,7 @@ def _finding(finding: Finding) -> str:
 
 
 def render_markdown(result: ComparisonResult, *, fail_on: Severity | None) -> str:
-    owned, orphans = findings_by_query(result)
+    owned, _ = findings_by_query(result)
     worst = {result.queries[i].label: sev for i, sev in worst_severities(result).items()}
     notable = [result.queries[i] for i in by_importance(result) if not is_quiet(result.queries[i])]
     lines = _headline(result, fail_on)
@@ -194,6 +196,12 @@ def render_markdown(result: ComparisonResult, *, fail_on: Severity | None) -> st
         lines += _details(query, owned.get(index_of[id(query)], []))
     if len(notable) > len(shown):
         lines += ["", f"({len(notable) - len(shown)} more queries: see the HTML or JSON report.)"]
+    of_failed, orphans = findings_of_failed(result)
+    if result.failed:
+        lines += ["", "Not compared (no execution worked on a side):", ""]
+        for index, query in enumerate(result.failed):
+            lines.append(f"- **{markdown_inline(query.label)}**: {not_compared_reason(query)}")
+            lines.extend("  " + _finding(f) for f in of_failed.get(index, []))
     if orphans:
         lines += ["", "Other findings:", ""]
         lines.extend(_finding(f) for f in orphans)

@@ -7,12 +7,14 @@ from rich.text import Text
 
 from detector.engine.census import comparison_switches
 from detector.model import ComparisonResult, QueryComparison, Severity, Side, Verdict
+from detector.model.failures import Failures, distinct_errors
 from detector.model.units import counted, fmt_ms, fmt_version
 from detector.reports.common import (
     by_importance,
     condition_lines,
     is_quiet,
     method_lines,
+    not_compared_reason,
     settings_text,
 )
 from detector.reports.escape import for_markup, single_line
@@ -64,6 +66,28 @@ def query_block(query: QueryComparison, console: Console) -> None:
         console.print(line, soft_wrap=True)
 
 
+def failed_block(query: QueryComparison, console: Console) -> None:
+    """A query not compared because no execution of it worked on a side: where it worked, and
+    PostgreSQL's error where it did not (its PS700 finding says more)."""
+    head = Text()
+    head.append(single_line(query.label), style="bold")
+    head.append("  ")
+    head.append("not compared", style="bold red")
+    head.append(f"  {not_compared_reason(query)}")
+    console.print(head, soft_wrap=True)
+    failures = query.failures or Failures()
+    width = max(len(single_line(s.label)) for s in (query.baseline, query.candidate))
+    sides = ((query.baseline, failures.baseline), (query.candidate, failures.candidate))
+    for side, failed in sides:
+        lines = census_lines(side, width)
+        errors = distinct_errors(failed)
+        if errors:
+            text = f"{counted(len(failed), 'execution')} failed: {errors[0].first.error}"
+            lines.append(Text(single_line(f"  {side.label:<{width}}  {text}")))
+        for line in lines:
+            console.print(line, soft_wrap=True)
+
+
 def data_lines(result: ComparisonResult) -> list[str]:
     """`data: sbtest1 200000 rows on both, correlation id 0.577 / 0.577` per table."""
     lines = []
@@ -113,6 +137,9 @@ def render_terminal(result: ComparisonResult, console: Console, *, verbose: bool
         console.print()
         query_block(query, console)
         shown += 1
+    for query in result.failed:
+        console.print()
+        failed_block(query, console)
     switches = comparison_switches(result.queries)
     if any(switches.values()):
         console.print("\n[bold]plan switch points[/] (dominant plan per sweep point):")
@@ -147,7 +174,9 @@ def render_terminal(result: ComparisonResult, console: Console, *, verbose: bool
         if swept
         else counted(len(result.queries), "query", "queries") + " compared"
     )
+    failed = len(result.failed)
+    not_compared = f"{failed} not compared (failed on a side); " if failed else ""
     console.print(
-        f"\n{compared} ({verdicts or 'none'}); "
+        f"\n{compared} ({verdicts or 'none'}); {not_compared}"
         f"{counted(len(result.findings), 'finding')}" + (f", worst: {worst}" if worst else "")
     )

@@ -54,6 +54,7 @@ from detector.model.rows import (
     to_json,
 )
 from detector.store.connection import check_path, connect, make_parents, remove_new_store
+from detector.store.failures import StoreFailuresMixin
 from detector.store.groups import GroupedSamples, StoreGroupsMixin, Window
 from detector.store.ingest import StoreIngestMixin
 from detector.store.migrate import SCHEMA_VERSION_DDL, Migration, load_migrations, pending
@@ -93,7 +94,12 @@ PLAN_EXAMPLE_COLUMNS = ("target_id", "query_key", "point", "fingerprint", "plan_
 
 
 class Store(
-    StoreReadsMixin, StoreGroupsMixin, StoreResultsMixin, StoreIngestMixin, StoreOwnerMixin
+    StoreReadsMixin,
+    StoreGroupsMixin,
+    StoreResultsMixin,
+    StoreFailuresMixin,
+    StoreIngestMixin,
+    StoreOwnerMixin,
 ):
     """A planshift store file. `Store(path)` creates it (and its parents) and migrates it."""
 
@@ -195,9 +201,12 @@ class Store(
         self._con.close()
 
     def _holds_nothing(self) -> bool:
-        """No measurement, log, snapshot or comparison, and no complete run: nothing to keep."""
+        """No measurement, log, snapshot or comparison, and no complete run nor one that says
+        why it failed (a server that went away mid-run): nothing to keep."""
         bookkeeping = {"schema_version", "runs", "targets", "queries"}
-        complete = self._con.execute("SELECT count(*) FROM runs WHERE status = 'complete'")
+        complete = self._con.execute(
+            "SELECT count(*) FROM runs WHERE status = 'complete' OR status_note IS NOT NULL"
+        )
         return complete.fetchone()[0] == 0 and all(
             self._con.execute(f'SELECT count(*) FROM "{table}"').fetchone()[0] == 0
             for table in sorted(user_tables(self._con) - bookkeeping)
@@ -297,12 +306,14 @@ class Store(
             )
         return run_id
 
-    def finish_run(self, run_id: int, status: str = "complete") -> None:
+    def finish_run(self, run_id: int, status: str = "complete", note: str | None = None) -> None:
+        """Mark the run complete or failed; `note` says why (runs.status_note)."""
         if status not in RUN_STATUSES or status == "running":
             raise PlanshiftError(f"a run cannot finish as {status!r}", "use complete or failed")
         rows = self._con.execute(
-            "UPDATE runs SET status = ?, finished_at = ? WHERE run_id = ? RETURNING run_id",
-            [status, utc_now(), run_id],
+            "UPDATE runs SET status = ?, finished_at = ?, status_note = coalesce(?, status_note) "
+            "WHERE run_id = ? RETURNING run_id",
+            [status, utc_now(), note, run_id],
         ).fetchall()
         if not rows:
             raise PlanshiftError(f"no run with id {run_id} in {self.path}")
