@@ -24,6 +24,9 @@ RECORDED_SETTINGS = (
     "max_parallel_workers_per_gather",
     "track_io_timing",
 )
+# fixed when the server was compiled (PostgreSQL's "preset options"): part of its build facts
+# (detector.model.build), kept apart from the settings a comparison lists as differing
+PRESET_OPTIONS = ("block_size", "segment_size", "wal_block_size", "debug_assertions")
 
 _TABLES = """
 SELECT c.oid::regclass::text, c.reltuples::bigint, pg_relation_size(c.oid), c.relpages,
@@ -57,6 +60,11 @@ def describe_server(conn: psycopg.Connection[Any]) -> dict[str, Any]:
         [names],
     ).fetchall()
     info["settings"] = {name: value for name, value in settings}
+    presets = conn.execute(
+        "SELECT name, current_setting(name) FROM pg_settings WHERE name = ANY(%s) ORDER BY name",
+        [list(PRESET_OPTIONS)],
+    ).fetchall()
+    info["preset_options"] = {name: value for name, value in presets}
     # not a setting but as decisive for a JIT-compiled plan: can this build compile at all?
     jit = conn.execute("SELECT pg_jit_available()").fetchone()
     info["settings"]["jit_available"] = "on" if jit is not None and jit[0] else "off"

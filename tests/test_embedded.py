@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
 import shutil
 import signal
@@ -253,3 +254,65 @@ def test_bindir_the_server_user_cannot_reach(pg15_install: Installation) -> None
         assert info.value.hint and "not under /root" in info.value.hint
     finally:
         shutil.rmtree(private)
+
+
+_KEEPING_OWNER = """
+import sys
+from pathlib import Path
+from collectors.servers.embedded import EmbeddedCluster
+from collectors.servers.installations import find_installation
+cluster = EmbeddedCluster(find_installation(15), base_dir=Path(sys.argv[1]), keep=True)
+cluster.start()
+cluster.stop()
+print(cluster.cluster_dir, flush=True)
+"""
+
+
+def test_servers_lists_orphans_and_clean_removes_only_them() -> None:
+    """`planshift servers` shows the clusters of its base directory (<TMPDIR>/planshift-clusters,
+    private here: another cluster's start would reap the orphan); `--clean` stops and removes
+    the orphans (owner killed), not a kept cluster nor a directory planshift did not make."""
+    tmp = Path(tempfile.mkdtemp(prefix="planshift-tmpdir-"))
+    tmp.chmod(0o755)
+    base = tmp / "planshift-clusters"
+    env = {**os.environ, "TMPDIR": str(tmp)}  # the installed planshift (conftest: PYTHONSAFEPATH)
+    kept = Path(
+        subprocess.run(
+            [sys.executable, "-c", _KEEPING_OWNER, str(base)],
+            capture_output=True, text=True, env=env, timeout=120, check=True,
+        ).stdout.strip()
+    )  # fmt: skip
+    owner = subprocess.Popen(
+        [sys.executable, "-c", _CRASHING_OWNER, str(base)], stdout=subprocess.PIPE, text=True, env=env
+    )
+    assert owner.stdout is not None
+    orphan = Path(owner.stdout.readline().strip()).parent
+    owner.send_signal(signal.SIGKILL)
+    owner.wait(timeout=10)
+    foreign = Path(tempfile.mkdtemp(prefix="not-planshift-", dir=base))
+
+    def planshift(*args: str) -> str:
+        return subprocess.run(
+            [sys.executable, "-m", "detector", "servers", *args],
+            capture_output=True, text=True, env=env, timeout=120, check=True,
+        ).stdout  # fmt: skip
+
+    try:
+        postmaster = read_pid(orphan / "data" / "postmaster.pid")
+        assert postmaster is not None and process_alive(postmaster)
+        states = {c["path"]: c for c in json.loads(planshift("--format", "json"))["clusters"]}
+        assert set(states) == {str(orphan), str(kept)}, "only the directories planshift made"
+        assert states[str(orphan)]["state"] == "orphan"
+        assert states[str(orphan)]["postmaster_pid"] == postmaster
+        assert states[str(kept)]["state"] == "kept" and states[str(kept)]["postmaster_pid"] is None
+        shown = planshift()
+        assert f"cluster {orphan}: orphan: its planshift process died, server pid {postmaster}" in shown
+        assert f"cluster {kept}: kept (--keep)" in shown
+        assert "remove the orphans with: planshift servers --clean" in shown
+        cleaned = planshift("--clean")
+        assert f"removed {orphan} (owner pid {owner.pid} had died)" in cleaned
+        assert not process_alive(postmaster)
+        assert not orphan.exists() and kept.exists() and foreign.exists()
+    finally:
+        reap_orphans(base)
+        shutil.rmtree(tmp, ignore_errors=True)

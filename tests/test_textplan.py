@@ -26,6 +26,8 @@ from collectors.servers.embedded import EmbeddedCluster
 from detector.model import fingerprint, signature
 
 REPRO = Path(__file__).resolve().parent / "fixtures" / "logs" / "repro"
+# m's partitions without autovacuum: after the UPDATE of m below, an auto-ANALYZE racing the
+# generic plan of m gave the text and JSON databases different estimates (seen under load)
 SETUP = """
 CREATE EXTENSION btree_gist;
 CREATE TABLE t (id int PRIMARY KEY, v int NOT NULL, g int NOT NULL, s text NOT NULL);
@@ -41,9 +43,9 @@ CREATE INDEX shapes_b ON shapes USING gist (b);
 CREATE INDEX shapes_p ON shapes USING gist (p);
 CREATE INDEX shapes_n ON shapes USING gist (n);
 CREATE TABLE m (k int NOT NULL, ts int NOT NULL, val int NOT NULL) PARTITION BY RANGE (k);
-CREATE TABLE m1 PARTITION OF m FOR VALUES FROM (0) TO (1000);
-CREATE TABLE m2 PARTITION OF m FOR VALUES FROM (1000) TO (2000);
-CREATE TABLE m3 PARTITION OF m DEFAULT;
+CREATE TABLE m1 PARTITION OF m FOR VALUES FROM (0) TO (1000) WITH (autovacuum_enabled = off);
+CREATE TABLE m2 PARTITION OF m FOR VALUES FROM (1000) TO (2000) WITH (autovacuum_enabled = off);
+CREATE TABLE m3 PARTITION OF m DEFAULT WITH (autovacuum_enabled = off);
 INSERT INTO m SELECT i % 3000, i, i % 13 FROM generate_series(1, 30000) i;
 CREATE INDEX m_k_ts ON m (k, ts);
 CREATE EXTENSION file_fdw;
@@ -150,7 +152,6 @@ UPDATE t SET v = v + 1 WHERE id < 5 RETURNING id, v;
 DELETE FROM u WHERE w = 9 RETURNING id;
 UPDATE m SET val = 0 WHERE k < 10 OR k > 2500;
 INSERT INTO t VALUES (1, 1, 1, 'x') ON CONFLICT (id) DO NOTHING;
-MERGE INTO u USING t ON u.t_id = t.id AND t.id < 5 WHEN MATCHED THEN UPDATE SET w = 0;
 SELECT * FROM t WHERE ctid = '(0,1)';
 SELECT count(*) FROM t WHERE ctid < '(5,0)';
 SELECT count(*) FROM t TABLESAMPLE SYSTEM (50) REPEATABLE (1);
@@ -168,7 +169,10 @@ SELECT count(*) FROM u WHERE w = 1 AND t_id IN (SELECT v FROM t);
 SELECT count(*) FROM t a WHERE a.id < 50 AND EXISTS (SELECT FROM t b WHERE b.v = a.v);
 SELECT count(*) FROM ft JOIN t ON t.id = ft.a;
 """
-SINCE = {17: ("SELECT * FROM JSON_TABLE('[1, 2]'::jsonb, '$[*]' COLUMNS (a int PATH '$')) jt",)}
+SINCE = {
+    15: ("MERGE INTO u USING t ON u.t_id = t.id AND t.id < 5 WHEN MATCHED THEN UPDATE SET w = 0",),
+    17: ("SELECT * FROM JSON_TABLE('[1, 2]'::jsonb, '$[*]' COLUMNS (a int PATH '$')) jt",),
+}
 PARAMS = {"SELECT count(*) FROM m WHERE k = %s": (1500,)}
 
 

@@ -327,18 +327,46 @@ class EmbeddedCluster:
         return f"EmbeddedCluster({self.installation.describe()}, {state}, dir={self.cluster_dir})"
 
 
+@dataclass(frozen=True)
+class ClusterDir:
+    """A cluster directory planshift created (it holds the owner file): `running` while its
+    owner lives, `kept` (--keep), else `orphan` (the owner died without stopping it: kill -9)."""
+
+    path: Path
+    owner_pid: int
+    state: str
+    postmaster_pid: int | None
+
+    @property
+    def server_running(self) -> bool:
+        return self.postmaster_pid is not None
+
+
+def cluster_dirs(base_dir: Path | None = None) -> list[ClusterDir]:
+    """The clusters under `base_dir` that planshift created; other entries are not ours."""
+    base = base_dir if base_dir is not None else default_base_dir()
+    found = []
+    for cluster_dir in sorted(base.iterdir()) if base.is_dir() else ():
+        owner = read_pid(cluster_dir / OWNER_FILE)
+        if owner is None:
+            continue
+        state = "kept" if (cluster_dir / KEEP_FILE).exists() else "orphan"
+        if process_alive(owner):
+            state = "running"
+        postmaster = read_pid(cluster_dir / "data" / "postmaster.pid")
+        alive = postmaster is not None and process_alive(postmaster) and _is_postgres(postmaster)
+        found.append(ClusterDir(cluster_dir, owner, state, postmaster if alive else None))
+    return found
+
+
 def reap_orphans(base_dir: Path | None = None) -> int:
     """Stop and remove clusters whose owning process is dead (not those started with keep=True)."""
-    base = base_dir if base_dir is not None else default_base_dir()
-    if not base.is_dir():
-        return 0
     reaped = 0
-    for cluster_dir in sorted(base.iterdir()):
-        owner = read_pid(cluster_dir / OWNER_FILE)
-        if owner is None or process_alive(owner) or (cluster_dir / KEEP_FILE).exists():
+    for cluster in cluster_dirs(base_dir):
+        if cluster.state != "orphan":
             continue
-        kill_postmaster(cluster_dir / "data")
-        shutil.rmtree(cluster_dir, ignore_errors=True)
+        kill_postmaster(cluster.path / "data")
+        shutil.rmtree(cluster.path, ignore_errors=True)
         reaped += 1
     return reaped
 

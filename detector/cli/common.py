@@ -66,7 +66,7 @@ def colored() -> bool:
 
 
 def fail(message: str, hint: str | None = None) -> NoReturn:
-    # messages quote user input and `planshift[pg17,pg18]`: never read them as rich markup
+    # messages quote user input and `[...]` (paths, names): never read them as rich markup
     style = colored()
     err.print(Text.assemble(("error:", "bold red" if style else ""), " ", message))
     if hint:

@@ -1,4 +1,4 @@
-"""`planshift servers/runs/rules/census`: what there is, as tables or JSON (`--format json`)."""
+"""`planshift runs/rules/census`: what there is, as tables or JSON (`--format json`)."""
 
 from __future__ import annotations
 
@@ -20,44 +20,6 @@ from detector.cli.common import (
     user_errors,
 )
 from detector.errors import PlanshiftError
-
-
-def servers(
-    pg_bin: Annotated[
-        list[Path] | None, typer.Option("--pg-bin", help="Also consider this bin directory.")
-    ] = None,
-    output_format: FormatOption = "terminal",
-) -> None:
-    """List the PostgreSQL installations planshift can start embedded clusters from."""
-    from rich.table import Table
-
-    from collectors.servers.installations import discover
-    from detector.reports.listing_json import servers_document
-
-    as_json = check_format(output_format)
-    with user_errors():
-        found = discover(pg_bin or [])
-    if as_json:
-        print_json(servers_document(found))
-        return
-    if not found:
-        fail(
-            "no PostgreSQL installation found",
-            "apt-get install postgresql-15, or pip install 'planshift[pg17,pg18]'",
-        )
-    table = Table(
-        "name", "version", "origin", "auto_explain", "pg_stat_statements", "bin directory"
-    )
-    for inst in found:
-        table.add_row(
-            inst.name,
-            inst.version,
-            inst.origin,
-            "yes" if inst.has_auto_explain else "no",
-            "yes" if inst.has_pg_stat_statements else "no",
-            plain(inst.bindir),
-        )
-    out.print(table)
 
 
 def runs(store: StoreOption = DEFAULT_STORE, output_format: FormatOption = "terminal") -> None:

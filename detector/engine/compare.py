@@ -26,6 +26,7 @@ from detector.model import (
     QueryComparison,
     TimingComparison,
 )
+from detector.model.build import build_comparison, side_build
 from detector.model.bulk import builder
 from detector.store import Store, TargetRecord
 from rules import RuleRunner
@@ -172,7 +173,7 @@ def _compare(
         settings_diff=settings_diff(baseline, candidate),
         versions=(baseline.server_version_num, candidate.server_version_num),
         tables=table_facts(baseline, candidate),
-        conditions={"baseline": conditions(baseline), "candidate": conditions(candidate)},
+        conditions=side_conditions(baseline, candidate),
         noise_run=options.noise_run if isinstance(options.noise_run, int) else None,
         interleaved=interleaved,
         alpha=options.alpha,
@@ -285,8 +286,20 @@ def conditions(target: TargetRecord) -> dict[str, Any]:
         "io_method": settings.get("io_method"),
         "timing": info.get("timing"),
         "cache": info.get("cache"),
+        "build": side_build(info),
     }
     return {key: value for key, value in found.items() if value is not None}
+
+
+def side_conditions(
+    baseline: TargetRecord, candidate: TargetRecord
+) -> dict[str, dict[str, Any]]:
+    """Each side's conditions, and `build`: same build, or which build facts differ."""
+    found = {"baseline": conditions(baseline), "candidate": conditions(candidate)}
+    left, right = found["baseline"].get("build"), found["candidate"].get("build")
+    if left is not None and right is not None:
+        found["build"] = build_comparison(left, right)
+    return found
 
 
 def table_facts(baseline: TargetRecord, candidate: TargetRecord) -> dict[str, dict[str, Any]]:

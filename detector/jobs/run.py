@@ -15,6 +15,7 @@ from detector.engine.compare import CompareOptions, resolve_side
 from detector.engine.store_compare import compare
 from detector.errors import PlanshiftError
 from detector.jobs.progress import progress_bar
+from detector.jobs.servers import mixed_builds_note
 from detector.jobs.workload import load_workload
 from detector.model import ComparisonResult
 from detector.model.failures import failed_queries_text
@@ -104,6 +105,9 @@ def execute_run(
             f"x variants {', '.join(workload.variants)}"
         )
         console.print(single_line(text), markup=False)
+        mixed = mixed_builds_note(servers)
+        if mixed:
+            console.print(single_line(mixed), markup=False)
         progress(f"setting up {names}", 0)
         calls = production_calls(workload)
         for server in servers if calls else ():

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from detector.model import ComparisonResult, Finding, QueryComparison, Severity, Verdict
+from detector.model.build import describe
 from detector.model.units import counted, fmt_version
 from detector.model.workload import TIMING_MODES
 
@@ -72,14 +73,24 @@ def condition_text(conditions: Mapping[str, Any]) -> str:
 
 
 def condition_lines(result: ComparisonResult) -> list[str]:
-    """One line per side on how it was measured; one line when both sides were measured alike."""
+    """One line per side on how it was measured (one when both sides were measured alike), and
+    the build of both sides (detector.model.build) when recorded."""
     base = condition_text(result.conditions.get("baseline") or {})
     cand = condition_text(result.conditions.get("candidate") or {})
+    build = result.conditions.get("build")
+    built = [f"build: {build['summary']}"] if build else []
+    if build and not build["same"]:  # each side's build, beside what differs
+        named = ((result.baseline, "baseline"), (result.candidate, "candidate"))
+        sides = "; ".join(
+            f"{name}: {describe((result.conditions.get(role) or {}).get('build') or {})}"
+            for name, role in named
+        )
+        built[0] += f" ({sides})"
     if not base and not cand:
-        return []
+        return built
     if base == cand:
-        return [f"measured: {base}"]
-    return [f"measured {result.baseline}: {base}", f"measured {result.candidate}: {cand}"]
+        return [f"measured: {base}", *built]
+    return [f"measured {result.baseline}: {base}", f"measured {result.candidate}: {cand}", *built]
 
 
 def method_lines(result: ComparisonResult) -> list[str]:

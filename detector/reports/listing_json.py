@@ -30,7 +30,13 @@ class Installation(Protocol):
     def version_num(self) -> int: ...
 
     @property
+    def major(self) -> int: ...
+
+    @property
     def origin(self) -> str: ...
+
+    @property
+    def builder(self) -> str: ...
 
     @property
     def has_auto_explain(self) -> bool: ...
@@ -41,6 +47,39 @@ class Installation(Protocol):
     @property
     def bindir(self) -> Path: ...
 
+
+class Cluster(Protocol):
+    """What the listing shows of `collectors.servers.embedded.ClusterDir`."""
+
+    @property
+    def path(self) -> Path: ...
+
+    @property
+    def owner_pid(self) -> int: ...
+
+    @property
+    def state(self) -> str: ...
+
+    @property
+    def postmaster_pid(self) -> int | None: ...
+
+
+class ServersListing(Protocol):
+    """`detector.jobs.servers.Listing`."""
+
+    @property
+    def installations(self) -> Sequence[tuple[Installation, Mapping[str, Any]]]: ...
+
+    @property
+    def addable(self) -> Sequence[int]: ...
+
+    @property
+    def clusters(self) -> Sequence[Cluster]: ...
+
+    @property
+    def home(self) -> Path: ...
+
+
 FORMAT_VERSION = 1
 
 
@@ -48,20 +87,37 @@ def _time(value: datetime | None) -> str | None:
     return value.isoformat() if value is not None else None
 
 
-def servers_document(found: Sequence[Installation]) -> dict[str, Any]:
+def servers_document(listing: ServersListing) -> dict[str, Any]:
     return {
         "format_version": FORMAT_VERSION,
         "servers": [
             {
                 "name": inst.name,
+                "major": inst.major,
                 "version": inst.version,
                 "version_num": inst.version_num,
                 "origin": inst.origin,
+                "builder": inst.builder,
                 "auto_explain": inst.has_auto_explain,
                 "pg_stat_statements": inst.has_pg_stat_statements,
                 "bindir": str(inst.bindir),
+                "build": {key: value for key, value in build.items() if value is not None},
             }
-            for inst in found
+            for inst, build in listing.installations
+        ],
+        "addable": [
+            {"name": f"pg{major}", "major": major, "command": f"planshift servers add {major}"}
+            for major in listing.addable
+        ],
+        "home": str(listing.home),
+        "clusters": [
+            {
+                "path": str(cluster.path),
+                "state": cluster.state,
+                "owner_pid": cluster.owner_pid,
+                "postmaster_pid": cluster.postmaster_pid,
+            }
+            for cluster in listing.clusters
         ],
     }
 

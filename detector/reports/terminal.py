@@ -124,7 +124,8 @@ def render_terminal(result: ComparisonResult, console: Console, *, verbose: bool
     for fact in data_lines(result):
         console.print(single_line(fact), markup=False, soft_wrap=True)
     for note in [*condition_lines(result), *method_lines(result)]:
-        console.print(note, markup=False, style="dim", soft_wrap=True)
+        caveat = note.startswith("build: the sides differ")
+        console.print(note, markup=False, style="yellow" if caveat else "dim", soft_wrap=True)
     shown = 0
     # a captured workload (production calls known): what costs production most first
     weighted = any(q.baseline.calls or q.candidate.calls for q in result.queries)
