@@ -31,5 +31,6 @@ bench: bootstrap
 	$(BIN)/python bench/bench_false_alarms.py
 	$(BIN)/python bench/bench_detection.py
 	$(BIN)/python bench/bench_overhead.py
+	$(BIN)/python bench/bench_census.py
 	$(BIN)/python bench/bench_ingest.py
 	$(BIN)/python bench/bench_fleet.py

@@ -18,6 +18,7 @@ which the store keeps, marked failed, with what it measured before and why it st
 
 from __future__ import annotations
 
+import functools
 import socket
 import time
 from collections.abc import Callable, Sequence
@@ -31,6 +32,7 @@ from collectors.flips import attribute_flips, file_flips
 from collectors.sampling import ProgressCallback, measure
 from collectors.server_info import describe_server
 from collectors.server_setup import prepare_server
+from collectors.server_state import ServerWatch
 from collectors.servers.targets import Server, redact_secrets
 from collectors.session import connect, reset_session
 from collectors.sides import RunOptions as RunOptions  # re-exported: the run's API
@@ -84,6 +86,7 @@ def run_workload(
     )
     sides: list[Side] = []
     options = replace(options, timing=workload.timing, prime=workload.prime)
+    watch = ServerWatch()  # what outlives the rollbacks on --dsn servers (server_state.py)
     try:
         if options.cache is not None:
             workload = replace(
@@ -104,6 +107,8 @@ def run_workload(
             session = connect(server)
             for variant, gucs in workload.variants.items():
                 sides.append(Side(server, variant, dict(gucs), session, eviction=eviction))
+        sessions = {id(side.connection): side.connection for side in sides}.values()
+        watch.begin(servers, [conn.info.backend_pid for conn in sessions])
         for side in sides:
             side.name = side_name(
                 side.server.name, side.variant, len(servers), len(workload.variants)
@@ -128,7 +133,10 @@ def run_workload(
             flips = []
             for point, fixed in query.points():
                 started = time.monotonic()
-                measured = measure(workload, query, key, point, fixed, sides, options, progress)
+                first = functools.partial(watch.check, query.name, "its first execution")
+                measured = measure(
+                    workload, query, key, point, fixed, sides, options, progress, first
+                )
                 store.add_observations(measured.observations)
                 store.add_query_failures(measured.failures)
                 found = attribute_flips(
@@ -144,6 +152,7 @@ def run_workload(
                 kept.extend(measured.observations)  # a flip's estimates are read over every point
             file_flips(store, key, flips, kept)
             del kept
+            watch.check(query.name, "its measured executions")
             for side in {id(side.connection): side for side in sides}.values():
                 try:
                     reset_session(side.connection, f"query {query.name} on {side.server.name}")
@@ -152,6 +161,7 @@ def run_workload(
                     raise server_failure(
                         exc, side.server.name, side.server.conninfo, where
                     ) from exc
+        watch.finish(store, sides)
         store.finish_run(run_id)
     except ServerFailure as exc:
         store.finish_run(run_id, "failed", note=exc.message)
@@ -173,6 +183,7 @@ def run_workload(
         store.finish_run(run_id, "failed")
         raise
     finally:
+        watch.close()
         for conn in {id(side.connection): side.connection for side in sides}.values():
             conn.close()
     return run_id

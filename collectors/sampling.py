@@ -56,7 +56,10 @@ def measure(
     sides: Sequence[Side],
     options: RunOptions,
     progress: ProgressCallback | None,
+    after_first: Callable[[], None] | None = None,
 ) -> Measured:
+    """`after_first` runs once every side has executed the query once (its first, unmeasured
+    execution when there is a warm-up or priming): the server-state check."""
     tracker = FailureTracker(query, key, point)
     label = f"{query.name} {point or ''}".strip()
 
@@ -107,6 +110,9 @@ def measure(
                     )
                     side.check_settings(observation.plan, label)
                     observations.append(observation)
+            if after_first is not None:
+                after_first()
+                after_first = None
     return Measured(observations, tracker.failures)
 
 

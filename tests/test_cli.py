@@ -304,7 +304,8 @@ def test_piped_run_prints_progress_lines(
     )
     assert ran.returncode == 0, ran.stderr
     lines = ran.stderr.splitlines()
-    assert lines[0].startswith("running cli-test") and lines[1].startswith("setting up local")
+    assert lines[0].startswith("running cli-test") and lines[2].startswith("setting up local")
+    assert lines[1].startswith("setup on local (") and lines[1].endswith("[setup], as asked (--setup)")
     progress = [line for line in lines if line.startswith("lookup ")]
     assert 5 <= len(progress) <= 12, lines
     assert re.fullmatch(r"lookup (\d+)/\1 \(100%\), 0:\d\d elapsed", progress[-1]), progress

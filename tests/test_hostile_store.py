@@ -190,10 +190,26 @@ def test_a_store_cannot_reach_files_or_extensions(tmp_path: Path) -> None:
 
 def test_a_failing_command_leaves_no_new_store_behind(tmp_path: Path) -> None:
     store = tmp_path / "new" / "dir" / "planshift.duckdb"
-    result = CliRunner().invoke(app, commands(store, tmp_path)["run"])
+    workload = tmp_path / "unset.toml"
+    workload.write_text(
+        '[workload]\nname = "w"\n\n[[targets]]\nname = "prod"\n'
+        'dsn_env = "PLANSHIFT_TEST_NEVER_SET"\n\n[[queries]]\nname = "one"\nsql = "SELECT 1"\n'
+    )
+    result = CliRunner().invoke(app, ["run", str(workload), "--store", str(store)])
     assert result.exit_code == 2, (result.stdout, result.stderr, result.exception)
+    assert "PLANSHIFT_TEST_NEVER_SET is not set" in result.stderr
     assert "Traceback" not in result.stderr
     assert not store.exists() and not (tmp_path / "new").exists()
+    assert [p.name for p in tmp_path.iterdir()] == ["unset.toml"]  # no hidden file either
+
+
+def test_a_run_that_fails_keeps_its_new_store_with_the_run_marked_failed(tmp_path: Path) -> None:
+    store = tmp_path / "new" / "planshift.duckdb"
+    result = CliRunner().invoke(app, commands(store, tmp_path)["run"])  # no server at that DSN
+    assert result.exit_code == 2, (result.stdout, result.stderr, result.exception)
+    assert "Traceback" not in result.stderr
+    with Store(store, read_only=True) as kept:
+        assert [(r.label, r.status) for r in kept.runs()] == [("w", "failed")]
 
 
 def test_a_store_with_data_is_kept_when_a_later_command_fails(tmp_path: Path) -> None:

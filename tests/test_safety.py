@@ -245,8 +245,12 @@ def test_setup_does_not_run_on_a_dsn_server_unless_asked(
 
     run_text(tmp_path, empty, text, RunOptions(setup_on_dsn=True))
     assert rows_in_t(empty) == 0
-    run_text(tmp_path, conninfo, text.replace("[setup]", '[setup]\non_dsn = "run"'))
-    assert rows_in_t(conninfo) == 0  # asked for in the file: the setup ran
+    asking = text.replace("[setup]", '[setup]\non_dsn = "run"')
+    with pytest.raises(PlanshiftError, match='on_dsn = "run"'):  # the file cannot consent
+        run_text(tmp_path, conninfo, asking)
+    assert rows_in_t(conninfo) == 1000
+    run_text(tmp_path, conninfo, asking, RunOptions(setup_on_dsn=True))
+    assert rows_in_t(conninfo) == 0  # the command line consented: the setup ran
 
 
 def test_sessions_are_named_planshift(pg15: EmbeddedCluster) -> None:
@@ -296,6 +300,8 @@ sql = "UPDATE t SET v = v + 1 WHERE id = 1"
         (["--repetitions=-1"], "--repetitions -1"),
         (["--repetitions=0"], "--repetitions 0"),
         (["--warmup=-1"], "--warmup -1"),
+        (["--repetitions=1000000000"], "--repetitions 1000000000: at most 10,000"),
+        (["--warmup=5000"], "--warmup 5000: at most 1,000"),
     ],
 )
 def test_counts_on_the_command_line_must_be_positive(

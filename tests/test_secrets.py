@@ -90,6 +90,36 @@ def test_a_malformed_dsn_is_an_error_and_hint_without_the_password(
     assert "S3cr3t" not in output
 
 
+@pytest.mark.parametrize(
+    ("dsn", "named"),
+    [
+        ("host=x passwrd=S3cr3tValue dbname=y", 'invalid connection option "passwrd"'),
+        ("host=x passwrd='S3cr3t Value' dbname=y", 'invalid connection option "passwrd"'),
+        ("postgresql://app@db/x?passwrd=S3cr3tValue", 'invalid URI query parameter: "passwrd"'),
+        ("host=x password S3cr3tValue", 'missing "=" after "***"'),
+        ("postgresql://app:S3cr3tValue@db/x?sslmode=%Z", "invalid percent-encoded token"),
+    ],
+    ids=["misspelled-key", "misspelled-quoted", "uri-misspelled", "no-equals", "uri-bad-percent"],
+)
+def test_a_dsn_libpq_refuses_never_shows_a_value_it_could_hide_a_secret_in(
+    dsn: str, named: str, tmp_path: Path
+) -> None:
+    from typer.testing import CliRunner
+
+    from detector.cli.app import app
+
+    workload = tmp_path / "w.toml"
+    workload.write_text('[[queries]]\nname = "one"\nsql = "SELECT 1"\n')
+    result = CliRunner().invoke(
+        app, ["run", str(workload), "--dsn", f"prod={dsn}", "--store", str(tmp_path / "s.duckdb")]
+    )
+    assert result.exit_code == 2, result.output
+    assert "error: --dsn prod: malformed connection string " in result.stderr
+    assert named in result.stderr and "hint:" in result.stderr
+    assert "S3cr3t" not in result.output
+    assert not (tmp_path / "s.duckdb").exists()
+
+
 def test_redact_secrets_masks_every_form_of_the_password() -> None:
     cases = {
         "postgresql://app:S3cr3t%ZZ@localhost/db": 'invalid percent-encoded token: "S3cr3t%ZZ"',

@@ -166,6 +166,22 @@ def test_without_variants_there_is_one_default_variant(tmp_path: Path) -> None:
         ),
         (lambda t: t.replace("values = [2, 5, 8]", "values = []"), "queries[1].sweep: needs param"),
         (
+            lambda t: t.replace("repetitions = 4", "repetitions = 1000000000"),
+            "workload.repetitions: 1000000000 is more than 10,000",
+        ),
+        (
+            lambda t: t.replace("warmup = 1", "warmup = 100000"),
+            "workload.warmup: 100000 is more than 1,000",
+        ),
+        (
+            lambda t: t.replace('name = "swept"', 'name = "swept"\nrepetitions = 20000'),
+            "queries[1].repetitions: 20000 is more than 10,000",
+        ),
+        (
+            lambda t: t.replace("values = [2, 5, 8]", f"values = {list(range(1001))}"),
+            "queries[1].sweep.values: 1001 points, at most 1,000",
+        ),
+        (
             lambda t: t + '\n[[targets]]\nname = "prod"\ndsn = "postgresql://u:secret@h/db"\n',
             "targets[0].dsn: DSNs do not belong",
         ),

@@ -200,8 +200,11 @@ class ParallelRead:
                     ends = not self._learn(job)
                     here += 1
                 else:
-                    with main_unseen():  # a worker starts here, on the first submits
-                        job = pool.submit(parse_chunk, self.spec, offset, chunk, self._seed())
+                    try:
+                        with main_unseen():  # a worker starts here, on the first submits
+                            job = pool.submit(parse_chunk, self.spec, offset, chunk, self._seed())
+                    except BrokenProcessPool as exc:  # a worker died before this chunk
+                        raise worker_died(exc) from exc
                     first, sent = first or job, sent + 1
                 pending.append((offset, job))
                 if ends:
@@ -244,10 +247,7 @@ class ParallelRead:
         try:
             result = job.result()
         except BrokenProcessPool as exc:
-            raise PlanshiftError(
-                f"a process parsing the log died ({exc})",
-                "rerun: the ingest resumes where it stopped; --jobs 1 parses in one process",
-            ) from exc
+            raise worker_died(exc) from exc
         if result is None or result.open_at_end:
             pending.clear()
             return None, start
@@ -278,6 +278,15 @@ class ParallelRead:
     def _at(self, offset: int) -> Position:
         position = self.position
         return Position(offset, self.line, position.high_offset, position.pending_starts)
+
+
+def worker_died(exc: BrokenProcessPool) -> PlanshiftError:
+    """A worker killed (out of memory, SIGKILL) or crashed, whenever the pool notices: what was
+    stored stays, and the next ingest resumes after it."""
+    return PlanshiftError(
+        f"a process parsing the log died ({exc})",
+        "rerun: the ingest resumes where it stopped; --jobs 1 parses in one process",
+    )
 
 
 class _Rest(io.BytesIO):

@@ -27,6 +27,7 @@ from pglast import ast, parse_sql
 from pglast import parser as pg_parser
 
 from collectors.logs.formats import JSONError, RawEntry, loads
+from collectors.logs.prefix import QUERYIDS
 from collectors.logs.redact import anonymize_sql, redact_passwords, sets_password
 from collectors.logs.templates import Templates
 from collectors.logs.textplan import parse_text_plan
@@ -170,7 +171,7 @@ class QueryKeys:
     def label(self, queryid: int | None, key: str) -> int | None:
         """The queryid when it belongs to the query `key`: nonzero, and never seen with another
         text (a nested statement's record carries the calling statement's id)."""
-        if not queryid or queryid in self.ambiguous:
+        if not queryid or queryid in self.ambiguous or queryid not in QUERYIDS:
             return None
         owner = self.owners.get(queryid)
         if owner is None:

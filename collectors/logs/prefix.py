@@ -79,6 +79,23 @@ class Header(NamedTuple):
     app: str | None = None
 
 
+QUERYIDS = range(-(2**63), 2**63)  # a query id is a signed 64-bit integer (int8)
+
+
+def queryid_of(text: str | None) -> tuple[int | None, str | None]:
+    """The `%Q` of a header as a query id, and why not when it cannot be one: a value outside
+    the 64-bit range (one flipped byte of a log) is read as unknown, as jsonlog's is."""
+    if not text:
+        return None, None
+    try:
+        value = int(text)
+    except ValueError:
+        return None, f"query id {text[:40]!r} is not a number: read as unknown"
+    if value not in QUERYIDS:
+        return None, f"query id {text[:40]} is outside the 64-bit range: read as unknown"
+    return value, None
+
+
 class PrefixParser:
     """Header lines of a stderr log: by the compiled `log_line_prefix`, or by guessing."""
 

@@ -24,7 +24,7 @@ from collectors.logs.formats import (
     is_plan_head,
     sample,
 )
-from collectors.logs.prefix import Header, PrefixParser, TimeParser
+from collectors.logs.prefix import Header, PrefixParser, TimeParser, queryid_of
 
 MAX_OPEN_SEGMENTS = 100_000  # an unfinished JSON plan waits this many entries, then is dropped
 BOUNDARY = re.compile(rb"\n(?!\t)")
@@ -120,10 +120,12 @@ class StderrReader(LogReader):
             stale, _, _ = self.open.pop(pid)
             self.problems.append(Problem(stale.line, "truncated", "plan cut short by a new entry"))
         when = self._time(header)
+        queryid, odd = queryid_of(header.queryid)
+        if odd is not None:
+            self.problems.append(Problem(line, "bad-queryid", odd))
         entry = RawEntry(
-            offset, line, pid, when, header.user, header.database,
-            int_or_none(header.queryid), head, rest,
-        )  # fmt: skip
+            offset, line, pid, when, header.user, header.database, queryid, head, rest
+        )
         if when is None and (header.time or header.epoch):
             entry.bad_time = header.time or header.epoch
         if not rest.startswith(b"\t{"):

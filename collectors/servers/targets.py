@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 from collections.abc import Iterator, Mapping, Sequence
@@ -11,6 +12,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote, unquote
 
+from psycopg import pq
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 from collectors.servers.embedded import EmbeddedCluster
@@ -40,10 +42,66 @@ def redact_conninfo(conninfo: str) -> str:
     try:
         params = conninfo_to_dict(conninfo)
     except Exception:
-        return redact_secrets(conninfo, conninfo)
+        return redact_secrets(_unparsed(conninfo), conninfo)
     if "password" in params:
         params["password"] = "***"
     return make_conninfo("", **{k: str(v) for k, v in params.items()})
+
+
+_SECRET_KEYS = {
+    "password",
+    "sslpassword",
+    "oauth_client_secret",
+    "scram_client_key",
+    "scram_server_key",
+}
+_PAIR = re.compile(r"(\w+)(\s*=\s*)('(?:[^'\\]|\\.)*'?|[^\s'&]*)")
+_URI = re.compile(r"(?i)^([a-z][a-z0-9+.-]*://)([^/?#]*)([^?#]*)(?:\?([^#]*))?")
+
+
+@functools.cache
+def _libpq_keys() -> frozenset[str]:
+    return frozenset(option.keyword.decode() for option in pq.Conninfo.get_defaults())
+
+
+def _unparsed(conninfo: str) -> str:
+    """A conninfo libpq refused, shown without a value it could hide a secret in: values of
+    unknown keys (a misspelled `passwrd=`), of secret keys and of URI passwords become ***,
+    text outside `key=value` pairs too."""
+
+    def pair(match: re.Match[str]) -> str:
+        key, equals, value = match.groups()
+        shown = key in _libpq_keys() and key not in _SECRET_KEYS
+        return f"{key}{equals}{value if shown else '***'}"
+
+    uri = _URI.match(conninfo)
+    if uri:
+        scheme, authority, path, query = uri.groups()
+        user, at, host = authority.rpartition("@")
+        authority = f"{user.split(':')[0]}{':***' if ':' in user else ''}{at}{host}"
+        masked = "&".join(
+            _PAIR.sub(pair, part) if "=" in part else "***"
+            for part in (query or "").split("&")
+            if part
+        )
+        return f"{scheme}{authority}{path}" + (f"?{masked}" if masked else "")
+    pieces, at = [], 0
+    for match in _PAIR.finditer(conninfo):
+        if conninfo[at : match.start()].strip():
+            pieces.append("***")
+        pieces.append(pair(match))
+        at = match.end()
+    if conninfo[at:].strip():
+        pieces.append("***")
+    return " ".join(pieces)
+
+
+def _libpq_message(message: str, conninfo: str) -> str:
+    """libpq's complaint about a conninfo, its quoted fragments kept only when they are key
+    names of that conninfo (`invalid connection option "passwrd"`), else ***."""
+    keys = {match.group(1) for match in _PAIR.finditer(conninfo)}
+    keep = keys | {"="}
+    return re.sub(r'"([^"]*)"', lambda m: m.group(0) if m.group(1) in keep else '"***"', message)
 
 
 _KEYWORD_PASSWORD = re.compile(r"(?i)\bpassword\s*=\s*('(?:[^'\\]|\\.)*'?|[^\s'\"&]+)")
@@ -95,7 +153,7 @@ def check_conninfo(conninfo: str, what: str) -> None:
     except Exception as exc:
         raise PlanshiftError(
             f"{what}: malformed connection string {redact_conninfo(conninfo)}: "
-            f"{redact_secrets(str(exc).strip(), conninfo)}",
+            f"{redact_secrets(_libpq_message(str(exc).strip(), conninfo), conninfo)}",
             hint,
         ) from None
     ports = str(params.get("port") or "")

@@ -56,8 +56,9 @@ def run(
         bool,
         typer.Option(
             "--setup",
-            help="Also run the workload's \\[setup] SQL on --dsn servers (default: only check "
-            "that the tables it creates exist).",
+            help="Also run the workload's \\[setup] SQL on --dsn servers: your consent, which "
+            "the workload file cannot give (in CI: PLANSHIFT_ALLOW_SETUP=1). Default: only check "
+            "that the tables it creates exist.",
         ),
     ] = False,
     cache: Annotated[

@@ -31,6 +31,29 @@ AnonymizeOption = Annotated[
     ),
 ]
 
+HostStoreOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--store",
+        "-s",
+        help="DuckDB file holding runs and observations (default: planshift.duckdb; with --lake, "
+        "the host's own store under ~/.local/share/planshift/lakes, see README, Fleets).",
+    ),
+]
+
+
+def store_for(store: Path | None, lake: Path | None, host: str | None) -> Path:
+    """--store, else with --lake the host's own store (never a file hosts share), else the
+    default store."""
+    if store is not None:
+        return store
+    if lake is not None and host is not None:
+        from detector.jobs.lake import host_store
+
+        return host_store(lake, host)
+    return DEFAULT_STORE
+
+
 # -- postmortem: auto_explain logs, pg_stat_statements snapshots, timeline, setup check ----
 
 
@@ -42,7 +65,7 @@ def ingest(
             "plain or .gz)."
         ),
     ],
-    store: StoreOption = DEFAULT_STORE,
+    store: HostStoreOption = None,
     source: Annotated[
         str, typer.Option("--source", help="Name of the log target (e.g. the server).")
     ] = "log",
@@ -84,6 +107,7 @@ def ingest(
     if jobs is not None:
         options = replace(options, workers=jobs)
     with user_errors():
+        store = store_for(store, lake, source)
         reports = ingest_logs(
             store_path=store,
             files=logs,
@@ -105,7 +129,7 @@ def ingest(
 
 def snapshot(
     target: Annotated[str, typer.Option("--target", "-t", help="DSN of the server to read.")],
-    store: StoreOption = DEFAULT_STORE,
+    store: HostStoreOption = None,
     name: Annotated[
         str | None, typer.Option(help="Name of the server in the store (default: host/dbname).")
     ] = None,
@@ -122,9 +146,10 @@ def snapshot(
             raise PlanshiftError(
                 "--lake needs --name", "the host's name in the lake, e.g. --name db1"
             )
-        take_snapshot(store_path=store, dsn=target, name=name, console=out, anonymize=anonymize)
+        path = store_for(store, lake, name)
+        take_snapshot(store_path=path, dsn=target, name=name, console=out, anonymize=anonymize)
         if lake is not None and name is not None:
-            export_after_ingest(store, lake, name)
+            export_after_ingest(path, lake, name)
 
 
 def timeline(

@@ -2,7 +2,8 @@
 
 This is seed 003's table (version x work_mem x range length -> count of Index Scan versus
 Bitmap Heap Scan plans) produced from the store, plus the point where each target switches
-its dominant plan.
+its dominant plan. The counting is DuckDB's (`Store.shape_counts`): memory holds one row per
+target x query x point x shape, never the observations.
 """
 
 from __future__ import annotations
@@ -75,18 +76,15 @@ def build_census(
 ) -> list[QueryCensus]:
     names = {t.target_id: t.name for t in targets}
     queries = store.queries()
-    signature_of: dict[str, str] = {}
     grouped: dict[str, dict[tuple[str, str | None], Counter[str]]] = defaultdict(
         lambda: defaultdict(Counter)
     )
-    for row in store.observations(list(names)):
-        record = queries.get(row.query_key)
-        name = record.name if record else row.query_key
+    for target_id, key, point, signature, executions in store.shape_counts(list(names)):
+        record = queries.get(key)
+        name = record.name if record else key
         if query and name != query:
             continue
-        if row.fingerprint not in signature_of:
-            signature_of[row.fingerprint] = store.plan_record(row.fingerprint).signature
-        grouped[name][(names[row.target_id], row.point)][signature_of[row.fingerprint]] += 1
+        grouped[name][(names[target_id], point)][signature] += executions
     result = []
     for name in sorted(grouped):
         counts = grouped[name]

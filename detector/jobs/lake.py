@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import hashlib
+import os
 import shutil
 import tempfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
@@ -15,11 +17,24 @@ from detector.engine.timeline import parse_time
 from detector.errors import PlanshiftError
 from detector.store import Store
 from detector.store.lake import check_host, export_host, lake_queries, materialize
+from detector.store.locking import print_wait
 
 
 def export_after_ingest(store_path: Path, lake: Path, host: str) -> int:
     """The host's store into the lake (the files whose rows changed); its observations."""
     return export_host(store_path, lake, check_host(host)).get("observations", 0)
+
+
+def host_store(lake: Path, host: str) -> Path:
+    """The store of `host` for `ingest --lake` / `snapshot --lake` given no --store: one per
+    lake and host under the user's data directory ($XDG_DATA_HOME/planshift, else
+    ~/.local/share/planshift), never one file in the working directory that every host of a
+    collecting box would share."""
+    data = os.environ.get("XDG_DATA_HOME", "")
+    base = Path(data) if os.path.isabs(data) else Path.home() / ".local" / "share"
+    resolved = lake.resolve()
+    tag = hashlib.sha256(str(resolved).encode()).hexdigest()[:10]
+    return base / "planshift" / "lakes" / f"{resolved.name or 'lake'}-{tag}" / f"{check_host(host)}.duckdb"
 
 
 @contextmanager
@@ -29,13 +44,15 @@ def lake_store(
     since: datetime | None = None,
     until: datetime | None = None,
     query: str | None = None,
+    notes: Callable[[str], None] = print_wait,
 ) -> Iterator[Path]:
     """A temporary store holding the lake's rows of `hosts` (all when empty) on the days the
-    window touches, only the executions of `query` when given; removed afterwards."""
+    window touches, only the executions of `query` when given; removed afterwards. `notes`
+    hears of the files skipped (stderr by default)."""
     directory = Path(tempfile.mkdtemp(prefix="planshift-lake-"))
     try:
         path = directory / "lake.duckdb"
-        keys = find_query_keys(lake_queries(lake, hosts), query) if query is not None else None
+        keys = find_query_keys(lake_queries(lake, hosts, notes), query) if query is not None else None
         materialize(
             lake,
             path,
@@ -43,6 +60,7 @@ def lake_store(
             since=since.date() if since is not None else None,
             until=until.date() if until is not None else None,
             query_keys=keys,
+            notes=notes,
         )
         yield path
     finally:

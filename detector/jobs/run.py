@@ -9,6 +9,13 @@ from pathlib import Path
 from rich.console import Console
 
 from collectors.runner import RunOptions, plan_count, run_workload
+from collectors.server_setup import (
+    check_setup_consent,
+    describe_setup,
+    setup_consent,
+    setup_plan,
+)
+from collectors.server_state import warning_lines
 from collectors.servers.targets import open_servers, parse_dsn_option, resolve_target_specs
 from detector.engine.census import QueryCensus, build_census
 from detector.engine.compare import CompareOptions, resolve_side
@@ -20,7 +27,13 @@ from detector.jobs.workload import load_workload
 from detector.model import ComparisonResult
 from detector.model.failures import failed_queries_text
 from detector.model.identity import workload_query_key
-from detector.model.workload import CACHE_MODES, Workload
+from detector.model.workload import (
+    CACHE_MODES,
+    MAX_REPETITIONS,
+    MAX_WARMUP,
+    Workload,
+    check_count,
+)
 from detector.reports import gate_severity, resolve_outputs, write_reports
 from detector.reports.escape import single_line
 from detector.reports.terminal import render_terminal
@@ -55,13 +68,13 @@ def execute_run(
     counterfactual_budget: str = DEFAULT_COUNTERFACTUAL_BUDGET,
     counterfactual_both: bool = False,
 ) -> int:
-    if repetitions is not None and repetitions < 1:
-        raise PlanshiftError(
-            f"--repetitions {repetitions}: expected a positive number",
-            "for example --repetitions 20",
-        )
-    if warmup is not None and warmup < 0:
-        raise PlanshiftError(f"--warmup {warmup}: expected 0 or more", "for example --warmup 3")
+    for flag, value, least, most, example in (
+        ("--repetitions", repetitions, 1, MAX_REPETITIONS, "--repetitions 20"),
+        ("--warmup", warmup, 0, MAX_WARMUP, "--warmup 3"),
+    ):
+        problem = None if value is None else check_count(flag, value, least, most)
+        if problem is not None:
+            raise PlanshiftError(problem, f"for example {example}")
     if cache is not None and cache not in CACHE_MODES:
         raise PlanshiftError(f"--cache {cache}: expected warm or cold", "for example --cache cold")
     workload = load_workload(workload_path)
@@ -80,6 +93,8 @@ def execute_run(
         cache = None
     dsn_map = dict(parse_dsn_option(text) for text in dsns)
     specs = resolve_target_specs(workload.targets, targets, dsn_map)
+    consent = setup_consent(setup_on_dsn)
+    check_setup_consent(workload, specs, consent)  # before the store or a server is touched
     share, seconds = parse_counterfactual_budget(counterfactual_budget)
     options = RunOptions(
         counterfactual_share=share,
@@ -90,7 +105,7 @@ def execute_run(
         repetitions=repetitions,
         warmup=warmup,
         queries=tuple(queries),
-        setup_on_dsn=setup_on_dsn,
+        setup_on_dsn=consent,
         cache=cache,
     )
     sides = len(specs) * len(workload.variants)
@@ -108,6 +123,11 @@ def execute_run(
         mixed = mixed_builds_note(servers)
         if mixed:
             console.print(single_line(mixed), markup=False)
+        for server in servers:
+            if consent and server.source == "dsn" and setup_plan(workload, server):
+                console.print(
+                    single_line(describe_setup(workload, server)), markup=False, soft_wrap=True
+                )
         progress(f"setting up {names}", 0)
         calls = production_calls(workload)
         for server in servers if calls else ():
@@ -115,6 +135,8 @@ def execute_run(
         run_id = run_workload(workload, servers, store, options, progress)
         failed = store.failed_queries().get(run_id, [])
     for server in servers:
+        for line in warning_lines(server):
+            console.print(single_line(line), markup=False, soft_wrap=True)
         if "kept_dir" in server.info:
             text = (
                 f"kept {server.name}: {server.info['kept_dir']} (stopped; start it with "

@@ -18,6 +18,9 @@ from detector.errors import PlanshiftError
 from detector.model.statements import statement_count
 from detector.model.workload import (
     CACHE_MODES,
+    MAX_POINTS,
+    MAX_REPETITIONS,
+    MAX_WARMUP,
     PARAM_KINDS,
     TIMING_MODES,
     ParamSpec,
@@ -82,11 +85,24 @@ class _Reader:
             raise self.fail(f"{where}{key}", f"expected a table, got {type(value).__name__}")
         return value
 
-    def count(self, data: Mapping[str, Any], key: str, where: str, default: int, least: int) -> int:
+    def count(
+        self,
+        data: Mapping[str, Any],
+        key: str,
+        where: str,
+        default: int,
+        least: int,
+        most: int | None = None,
+    ) -> int:
         value = data.get(key, default)
         if not isinstance(value, int) or isinstance(value, bool) or value < least:
             kind = "a positive" if least > 0 else "a non-negative"
             raise self.fail(f"{where}{key}", f"expected {kind} integer, got {value!r}")
+        if most is not None and value > most:
+            raise self.fail(
+                f"{where}{key}",
+                f"{value} is more than {most:,} (a run that long is a typo, not a measurement)",
+            )
         return value
 
     def text(self, data: Mapping[str, Any], key: str, where: str, default: str) -> str:
@@ -167,6 +183,10 @@ class _Reader:
             param, values = sweep_raw.get("param"), sweep_raw.get("values")
             if not isinstance(param, str) or not isinstance(values, list) or not values:
                 raise self.fail(f"{where}.sweep", 'needs param = "name" and values = [...]')
+            if len(values) > MAX_POINTS:
+                raise self.fail(
+                    f"{where}.sweep.values", f"{len(values)} points, at most {MAX_POINTS:,}"
+                )
             sweep = Sweep(param, tuple(values))
         declared = {p.name for p in params} | ({sweep.param} if sweep else set())
         for placeholder in _placeholders(sql):
@@ -178,7 +198,7 @@ class _Reader:
                 )
         reps = raw.get("repetitions")
         if reps is not None:
-            reps = self.count(raw, "repetitions", f"{where}.", 1, least=1)
+            reps = self.count(raw, "repetitions", f"{where}.", 1, least=1, most=MAX_REPETITIONS)
         generic = raw.get("generic_plan", False)
         if not isinstance(generic, bool):
             raise self.fail(f"{where}.generic_plan", f"expected true or false, got {generic!r}")
@@ -318,8 +338,8 @@ def load_workload(path: str | Path) -> Workload:
         queries=queries,
         variants=variants or {"default": {}},
         targets=targets,
-        repetitions=reader.count(head, "repetitions", "workload.", 20, least=1),
-        warmup=reader.count(head, "warmup", "workload.", 3, least=0),
+        repetitions=reader.count(head, "repetitions", "workload.", 20, 1, MAX_REPETITIONS),
+        warmup=reader.count(head, "warmup", "workload.", 3, least=0, most=MAX_WARMUP),
         seed=reader.count(head, "seed", "workload.", 42, least=0),
         prime=_flag(reader, head, "prime", True),
         setup_on_dsn=on_dsn == "run",

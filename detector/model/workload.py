@@ -22,6 +22,20 @@ TIMING_MODES: Mapping[str, str] = {
     "plan": "plain EXPLAIN, not executed (plans only, no timings)",
 }
 CACHE_MODES = ("warm", "cold")
+# what one run may ask for: more is a typo (1e9 repetitions run for days), not a measurement;
+# a 5% effect is decided by tens of paired samples (README, How it decides)
+MAX_REPETITIONS = 10_000
+MAX_WARMUP = 1_000
+MAX_POINTS = 1_000  # sweep values of a query
+
+
+def check_count(what: str, value: int, least: int, most: int) -> str | None:
+    """Why `value` is not a count planshift accepts for `what` (None when it is)."""
+    if value < least:
+        return f"{what} {value}: expected {'a positive number' if least > 0 else '0 or more'}"
+    if value > most:
+        return f"{what} {value}: at most {most:,} (a run that long is a typo, not a measurement)"
+    return None
 
 
 @dataclass(frozen=True)

@@ -53,10 +53,11 @@ from detector.model.rows import (
     reject_passwords,
     to_json,
 )
-from detector.store.connection import check_path, connect, make_parents, remove_new_store
+from detector.store.connection import check_path, connect, make_parents
 from detector.store.failures import StoreFailuresMixin
 from detector.store.groups import GroupedSamples, StoreGroupsMixin, Window
 from detector.store.ingest import StoreIngestMixin
+from detector.store.locking import StoreLock, WaitCallback, lock_for_writing, print_wait, store_wait
 from detector.store.migrate import SCHEMA_VERSION_DDL, Migration, load_migrations, pending
 from detector.store.owner import StoreOwnerMixin, this_process
 from detector.store.reads import StoreReadsMixin
@@ -91,6 +92,7 @@ __all__ = [
 
 DEFAULT_STORE_PATH = Path("planshift.duckdb")
 PLAN_EXAMPLE_COLUMNS = ("target_id", "query_key", "point", "fingerprint", "plan_json")
+IDENTITY_TABLES = {"schema_version", "store_identity"}  # what every store holds from birth
 
 
 class Store(
@@ -109,34 +111,63 @@ class Store(
         *,
         read_only: bool = False,
         migrations: Sequence[Migration] | None = None,
+        wait: float | None = None,
+        on_wait: WaitCallback = print_wait,
     ) -> None:
+        """`wait`: seconds to wait for another process holding the file (default
+        PLANSHIFT_STORE_WAIT, else 60), `on_wait` hears once that it waits (default: stderr)."""
         self.path = Path(path)
         self.read_only = read_only
         self._migrations = tuple(migrations) if migrations is not None else load_migrations()
         self._depth = 0
         self._column_types: dict[str, dict[str, str]] = {}
         self.settled_runs: tuple[int, ...] = ()  # runs found orphaned and marked failed on open
+        self._lock: StoreLock | None = None
+        self._created_dirs: list[Path] = []
         check_path(self.path, read_only=read_only)
-        self._new = not read_only and not self.path.exists()
-        self._created_dirs = make_parents(self.path) if self._new else []
+        seconds = store_wait() if wait is None else wait
+        if not read_only:
+            self._created_dirs = make_parents(self.path)
+            self._lock = lock_for_writing(self.path, self._build, wait=seconds, on_wait=on_wait)
         try:
-            self._con = connect(self.path, read_only=read_only)
+            self._con = connect(self.path, read_only=read_only, wait=seconds, on_wait=on_wait)
         except BaseException:
-            self._discard_new()
+            self._release(discard=True)
             raise
         try:
             self._migrate()
             self._settle_orphaned_runs()
         except BaseException:
             self._con.close()
-            self._discard_new()
+            self._release(discard=True)
             raise
 
     # -- opening and migrating -------------------------------------------------------------
 
-    def _discard_new(self) -> None:
-        if self._new:
-            remove_new_store(self.path, self._created_dirs)
+    @property
+    def _new(self) -> bool:
+        """This process created the file (and alone may remove it, see detector.store.locking)."""
+        return self._lock is not None and self._lock.created
+
+    def _build(self, hidden: Path) -> None:
+        """A new store, migrated, in the hidden file that detector.store.locking links into place."""
+        self._con = connect(hidden, read_only=False)
+        try:
+            self._migrate()
+            self._con.execute("CHECKPOINT")  # no WAL left beside the hidden file
+        finally:
+            self._con.close()
+
+    def _release(self, *, discard: bool) -> None:
+        """Give up the writer's lock; first remove the store when this process created it and
+        `discard` (only for a store that holds nothing: see `_holds_nothing`)."""
+        lock, self._lock = self._lock, None
+        if lock is None:
+            return
+        if discard and lock.created:
+            lock.remove(self._created_dirs)
+        else:
+            lock.release()
 
     def _migrate(self) -> None:
         refuse_code(self._con, self.path, self._migrations)
@@ -187,10 +218,16 @@ class Store(
             return
         self._con.close()
         with suppress(PlanshiftError):  # another process holds the file: a later opener will
-            writer = Store(self.path, migrations=self._migrations)
+            writer = Store(self.path, migrations=self._migrations, wait=0)
             writer.close()
             self.settled_runs = writer.settled_runs
         self._con = connect(self.path, read_only=True)
+
+    @property
+    def store_id(self) -> str:
+        """This file's identity (table store_identity; a copy of the file has the same)."""
+        row = self._con.execute("SELECT min(store_id) FROM store_identity").fetchone()
+        return str(row[0])
 
     @property
     def schema_version(self) -> int:
@@ -199,17 +236,20 @@ class Store(
 
     def close(self) -> None:
         self._con.close()
+        self._release(discard=False)
+
+    def __del__(self) -> None:
+        """A store dropped unclosed frees its writer's lock, as DuckDB frees its own."""
+        if getattr(self, "_lock", None) is not None:
+            with suppress(Exception):
+                self.close()
 
     def _holds_nothing(self) -> bool:
-        """No measurement, log, snapshot or comparison, and no complete run nor one that says
-        why it failed (a server that went away mid-run): nothing to keep."""
-        bookkeeping = {"schema_version", "runs", "targets", "queries"}
-        complete = self._con.execute(
-            "SELECT count(*) FROM runs WHERE status = 'complete' OR status_note IS NOT NULL"
-        )
-        return complete.fetchone()[0] == 0 and all(
+        """Not a row beside the schema's own: no run (a failed one is a record), no measurement,
+        log, snapshot or comparison. Only such a store may be removed by its creator."""
+        return all(
             self._con.execute(f'SELECT count(*) FROM "{table}"').fetchone()[0] == 0
-            for table in sorted(user_tables(self._con) - bookkeeping)
+            for table in sorted(user_tables(self._con) - IDENTITY_TABLES)
         )
 
     def __enter__(self) -> Store:
@@ -221,16 +261,16 @@ class Store(
         exc: BaseException | None,
         traceback: TracebackType | None,
     ) -> None:
-        """A new store left empty by a failing command is removed, not left half-made."""
+        """A new store a failing command left empty is removed (by the process that created it
+        alone, under its lock); a store that holds anything, a failed run included, is kept."""
         discard = False
         if exc is not None and self._new and self._depth == 0:
             try:
                 discard = self._holds_nothing()
             except Exception:
                 discard = False
-        self.close()
-        if discard:
-            self._discard_new()
+        self._con.close()
+        self._release(discard=discard)
 
     @contextmanager
     def transaction(self) -> Iterator[None]:

@@ -5,7 +5,11 @@ Each host ingests into its own store (the ledger that makes re-ingesting idempot
 `export_host` brings that host's files up to date with the store: a file per table and day
 (one per table for the tables without a time), rewritten only when its rows changed (a
 signature beside it) and swapped in by an atomic rename. Hosts never write the same files, so
-any number export at once without locks, and a reader sees each file's old or new rows whole.
+any number export at once, and a reader sees each file's old or new rows whole. A host name
+belongs to the store that first exported under it, and one export of a host runs at a time
+(detector.store.lake_owners). Lake reads and exports run DuckDB as locked down as a store's
+(detector.store.connection.lake_connection); files that are not what the writers write are
+skipped and named (detector.store.lake_files).
 
 Reading: `materialize` builds an ordinary (temporary) store from the lake, for the hosts and
 days asked, with every id made unique per host, so timeline, top and compare run on it as on a
@@ -22,11 +26,13 @@ from datetime import date
 from pathlib import Path
 from typing import Any
 
-import duckdb
-
 from detector.errors import PlanshiftError
 from detector.model.records import QueryRecord
-from detector.store import Store
+from detector.store import IDENTITY_TABLES, Store
+from detector.store.connection import attach_store, lake_connection
+from detector.store.lake_files import vetted
+from detector.store.lake_owners import exporting
+from detector.store.locking import WaitCallback, print_wait, store_wait, wal_of
 from detector.store.schema import user_tables
 
 ID_COLUMNS = ("run_id", "target_id", "observation_id", "snapshot_id", "comparison_id", "file_id")
@@ -34,6 +40,7 @@ ID_STRIDE = 10**9  # host number * stride + the host store's id: unique across h
 # tables partitioned by day (the column their day comes from): time-range reads prune files
 BY_DAY = {"observations": "collected_at", "log_events": "logged_at", "pgss_snapshots": "taken_at"}
 HOST_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,127}")
+_LAKE_HINT = "pass a --lake directory this user can write"
 
 
 def check_host(host: str) -> str:
@@ -45,31 +52,45 @@ def check_host(host: str) -> str:
     return host
 
 
-def export_host(store_path: Path, lake: Path, host: str) -> dict[str, int]:
+def export_host(
+    store_path: Path,
+    lake: Path,
+    host: str,
+    *,
+    wait: float | None = None,
+    on_wait: WaitCallback = print_wait,
+) -> dict[str, int]:
     """Bring `host`'s files in the lake up to date with every table of the store (only the
-    files whose rows changed are written); rows per table."""
+    files whose rows changed are written); rows per table. The host name must be this store's
+    (detector.store.lake_owners), and one export of a host runs at a time."""
     check_host(host)
-    with Store(store_path, read_only=True) as store:
+    seconds = store_wait() if wait is None else wait
+    with Store(store_path, read_only=True, wait=seconds, on_wait=on_wait) as store:
         tables = store_tables(store)
-    lake.mkdir(parents=True, exist_ok=True)
-    con = duckdb.connect()
+        store_id = store.store_id
     try:
-        con.execute("ATTACH ? AS src (READ_ONLY)", [str(store_path)])
+        lake.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise PlanshiftError(f"cannot create lake {lake}: {exc.strerror}", _LAKE_HINT) from exc
+    with (
+        exporting(lake, host, store_id, store_path, wait=seconds, on_wait=on_wait),
+        lake_connection([lake], [store_path, wal_of(store_path)]) as con,
+    ):
+        attach_store(con, store_path, "src", read_only=True, wait=seconds)
         base = {row[0] for row in con.execute(
             "SELECT table_name FROM duckdb_tables() WHERE database_name = 'src'"
-        ).fetchall()}
+        ).fetchall()}  # fmt: skip
         counts = {}
         for table in tables:
             if table not in base:  # a view posing as a store table: never run it
                 raise PlanshiftError(f"{store_path}: {table} is not a table", "export a planshift store")
             counts[table] = _export_table(con, lake, table, host)
-    finally:
-        con.close()
     return counts
 
 
 def store_tables(store: Store) -> list[str]:
-    return sorted(t for t in user_tables(store._con) if t != "schema_version")
+    """The tables a lake holds: all but the schema's bookkeeping and the store's identity."""
+    return sorted(t for t in user_tables(store._con) if t not in IDENTITY_TABLES)
 
 
 def _export_table(con: Any, lake: Path, table: str, host: str) -> int:
@@ -124,10 +145,13 @@ def materialize(
     since: date | None = None,
     until: date | None = None,
     query_keys: Collection[str] | None = None,
+    notes: WaitCallback = print_wait,
 ) -> list[str]:
     """A store at `into` (new) holding the lake's rows of `hosts` (all when empty) between the
     days `since` and `until` (inclusive; partitions outside are never read), and only the
-    executions of `query_keys` when given. Returns the hosts."""
+    executions of `query_keys` when given. Returns the hosts. Files that are not what the
+    lake's writers write (a symlink, wrong column types, not Parquet) are skipped, each
+    reported to `notes`."""
     known = lake_hosts(lake)
     missing = sorted(set(hosts) - set(known))
     if missing:
@@ -137,16 +161,15 @@ def materialize(
     chosen = [h for h in known if not hosts or h in hosts]
     with Store(into) as store:
         tables = store_tables(store)
-    con = duckdb.connect()
-    try:
-        con.execute("ATTACH ? AS dst", [str(into)])
+    wal = wal_of(into)
+    with lake_connection([lake, into.parent], [into, wal]) as con:
+        attach_store(con, into, "dst", read_only=False, wait=0)
         con.execute("CREATE TEMP TABLE lake_hosts (host VARCHAR, host_no BIGINT)")
         con.executemany("INSERT INTO lake_hosts VALUES (?, ?)", [[h, known.index(h) + 1] for h in chosen])
         only = _only_queries(query_keys)
         for table in sorted(tables, key=lambda name: name != "observations"):
-            _load_table(con, lake, table, chosen, since, until, only.get(table, ""))
-    finally:
-        con.close()
+            files = vetted(con, lake, table, _files(lake, table, chosen, since, until), notes)
+            _load_table(con, table, files, only.get(table, ""))
     return chosen
 
 
@@ -160,20 +183,17 @@ def _only_queries(keys: Collection[str] | None) -> dict[str, str]:
     return {"observations": f"query_key IN ({listed})", "log_entries": of_kept}
 
 
-def _load_table(
-    con: Any,
-    lake: Path,
-    table: str,
-    hosts: Sequence[str],
-    since: date | None,
-    until: date | None,
-    condition: str,
-) -> None:
-    files = [
-        str(path)
+def _files(
+    lake: Path, table: str, hosts: Sequence[str], since: date | None, until: date | None
+) -> list[Path]:
+    return [
+        path
         for path in sorted((lake / table).glob("host=*/**/*.parquet"))
         if _wanted(path.relative_to(lake / table), hosts, since, until)
     ]
+
+
+def _load_table(con: Any, table: str, files: Sequence[str], condition: str) -> None:
     if not files:
         return
     columns = [row[0] for row in con.execute(
@@ -199,28 +219,30 @@ def _load_table(
     ).fetchone()[0]
     # rows with a key (queries, plans: the same on several hosts) are stored once
     verb = "INSERT OR IGNORE" if keyed else "INSERT"
-    con.execute(f'{verb} INTO dst."{table}" ({names}) {kept}', [files])
+    con.execute(f'{verb} INTO dst."{table}" ({names}) {kept}', [list(files)])
 
 
-def lake_queries(lake: Path, hosts: Sequence[str] = ()) -> dict[str, QueryRecord]:
+def lake_queries(
+    lake: Path, hosts: Sequence[str] = (), notes: WaitCallback = print_wait
+) -> dict[str, QueryRecord]:
     """The queries table of the lake's `hosts` (all when empty)."""
     chosen = [h for h in lake_hosts(lake) if not hosts or h in hosts]
-    files = [
-        str(path)
+    found = [
+        path
         for path in sorted((lake / "queries").glob("host=*/*.parquet"))
         if path.parent.name.removeprefix("host=") in chosen
     ]
-    if not files:
+    if not found:
         return {}
-    con = duckdb.connect()
-    try:
+    with lake_connection([lake]) as con:
+        files = vetted(con, lake, "queries", found, notes)
+        if not files:
+            return {}
         rows = con.execute(
             "SELECT DISTINCT ON (query_key) query_key, name, sql, queryid "
             "FROM read_parquet(?, union_by_name = true)",
             [files],
         ).fetchall()
-    finally:
-        con.close()
     return {row[0]: QueryRecord(*row) for row in rows}
 
 

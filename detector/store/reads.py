@@ -112,6 +112,22 @@ class StoreReadsMixin(StoreBase):
         ).fetchall()
         return [_observation_row(row) for row in rows]
 
+    def shape_counts(
+        self, target_ids: Sequence[int]
+    ) -> list[tuple[int, str, str | None, str, int]]:
+        """(target_id, query_key, point, plan signature, executions): the plan-shape census
+        counted by DuckDB, so its memory does not grow with the observations (5 M included)."""
+        rows = self._con.execute(
+            "SELECT o.target_id, o.query_key, o.point, p.signature, o.fingerprint, count(*) "
+            "FROM observations o LEFT JOIN plans p USING (fingerprint) "
+            "WHERE o.target_id IN (SELECT unnest($1::BIGINT[])) GROUP BY ALL ORDER BY ALL",
+            [list(target_ids)],
+        ).fetchall()
+        for row in rows:
+            if row[3] is None:
+                self.plan_record(row[4])  # the error of a plan the store lacks
+        return [(target, key, point, sign, int(n)) for target, key, point, sign, _, n in rows]
+
     def plan_record(self, fingerprint: str) -> PlanRecord:
         row = self._con.execute(
             f"SELECT {_PLAN_COLUMNS} FROM plans WHERE fingerprint = ?", [fingerprint]
