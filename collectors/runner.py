@@ -22,6 +22,7 @@ import functools
 import socket
 import time
 from collections.abc import Callable, Sequence
+from contextlib import suppress
 from dataclasses import replace
 
 import psycopg
@@ -29,6 +30,7 @@ import psycopg
 from collectors.cache import prepare_eviction
 from collectors.failures import ServerFailure, server_failure
 from collectors.flips import attribute_flips, file_flips
+from collectors.host import HostMonitor, is_local
 from collectors.sampling import ProgressCallback, measure
 from collectors.server_info import describe_server
 from collectors.server_setup import prepare_server
@@ -87,6 +89,7 @@ def run_workload(
     sides: list[Side] = []
     options = replace(options, timing=workload.timing, prime=workload.prime)
     watch = ServerWatch()  # what outlives the rollbacks on --dsn servers (server_state.py)
+    monitor = None
     try:
         if options.cache is not None:
             workload = replace(
@@ -124,8 +127,17 @@ def run_workload(
                     "server": side.server.name,
                     "variant": side.variant,
                     "timing": workload.timing,
+                    "host_local": is_local(side.server.conninfo, side.server.source),
                 },
             )
+        if options.timing != "plan":  # plans only: nothing executed, no host to watch
+            monitor = HostMonitor(
+                run_id,
+                max_load=options.max_load,
+                max_wait_s=options.max_wait_s,
+                say=None if progress is None else (lambda text: progress(text, 0)),
+            )
+            monitor.start()
         for query in _selected(workload, options):
             key = query_key(query)
             store.upsert_query(key, name=query.name, sql=query.sql)
@@ -135,7 +147,16 @@ def run_workload(
                 started = time.monotonic()
                 first = functools.partial(watch.check, query.name, "its first execution")
                 measured = measure(
-                    workload, query, key, point, fixed, sides, options, progress, first
+                    workload,
+                    query,
+                    key,
+                    point,
+                    fixed,
+                    sides,
+                    options,
+                    progress,
+                    first,
+                    None if monitor is None else monitor.tick,
                 )
                 store.add_observations(measured.observations)
                 store.add_query_failures(measured.failures)
@@ -162,6 +183,8 @@ def run_workload(
                         exc, side.server.name, side.server.conninfo, where
                     ) from exc
         watch.finish(store, sides)
+        if monitor is not None:
+            monitor.finish(store)
         store.finish_run(run_id)
     except ServerFailure as exc:
         store.finish_run(run_id, "failed", note=exc.message)
@@ -180,6 +203,9 @@ def run_workload(
             f"run {run_id} keeps what was measured before, marked failed (`planshift runs`)",
         ) from exc
     except BaseException:
+        if monitor is not None and not monitor.finished:
+            with suppress(Exception):  # the run's own error is the one to see
+                monitor.finish(store, probe=False)  # how the host was until it failed
         store.finish_run(run_id, "failed")
         raise
     finally:

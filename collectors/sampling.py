@@ -57,9 +57,12 @@ def measure(
     options: RunOptions,
     progress: ProgressCallback | None,
     after_first: Callable[[], None] | None = None,
+    before_sample: Callable[[], None] | None = None,
 ) -> Measured:
     """`after_first` runs once every side has executed the query once (its first, unmeasured
-    execution when there is a warm-up or priming): the server-state check."""
+    execution when there is a warm-up or priming): the server-state check. `before_sample` runs
+    before each sample's executions on every side (the host monitor: a reading, a pause while
+    the load is too high), so a pause never splits a pair."""
     tracker = FailureTracker(query, key, point)
     label = f"{query.name} {point or ''}".strip()
 
@@ -78,6 +81,8 @@ def measure(
     for index in range(warmup + reps):
         params = query.parameters(rng, index, fixed)
         measured = index >= warmup
+        if before_sample is not None:
+            before_sample()
         # priming: the first execution with new parameters reads their pages into shared
         # buffers and the next ones hit them; without it each side's timings mix both cases
         # (a cold trial is the opposite: it evicts them before each measured execution)

@@ -62,6 +62,8 @@ class RunOptions:
     counterfactual_share: float | None = 0.25
     counterfactual_seconds: float | None = None
     counterfactual_both: bool = False
+    max_load: float | None = None  # pause measuring while the 1-minute load is above it ...
+    max_wait_s: float = 300.0  # ... for at most this long in all (collectors/host.py)
 
 
 def side_name(server: str, variant: str, servers: int, variants: int) -> str:

@@ -172,6 +172,10 @@ def _io_hint(comparison: QueryComparison) -> tuple[str, list[SettingChange]]:
     cand_io = comparison.candidate.dominant.plan.buffers_total().io_read_ms
     if base_io and cand_io and relative_gap(base_io, cand_io) >= 0.2:
         parts.append(f"I/O read time {base_io:.3g} -> {cand_io:.3g} ms in the example executions")
+    busy = [side for side in (comparison.baseline, comparison.candidate) if side.host and side.host.busy]
+    if len(busy) == 1:  # one side measured on a busy host, the other not (two runs)
+        reasons = "; ".join(r.text for r in busy[0].host.busy_reasons()) if busy[0].host else ""
+        parts.append(f"{busy[0].label}'s host was busy ({reasons}) and the other side's not")
     if not parts:
         parts.append(
             "no recorded setting differs: compare the cache state, the storage and the host"

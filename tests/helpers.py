@@ -23,7 +23,7 @@ from collectors.runner import RunOptions, run_workload
 from collectors.servers.binaries import SUPPORTED_MAJORS
 from collectors.servers.embedded import EmbeddedCluster
 from collectors.servers.targets import open_servers, resolve_target_specs
-from detector.engine import stats
+from detector.engine import stats, stats_paired
 from detector.engine.compare import CompareOptions, compare_sides, resolve_side
 from detector.engine.plans import side_of
 from detector.jobs.workload import load_workload
@@ -37,6 +37,7 @@ from detector.model import (
     parse_plan,
 )
 from detector.model.failures import Failures, QueryFailure
+from detector.model.host import HostConditions
 from detector.store import Store
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "fixtures" / "logs"))
@@ -291,10 +292,14 @@ def _load_side(label: str, raw: dict[str, Any], indexed: bool = False) -> Side:
     by_fingerprint = {fingerprint(parse_plan(doc["explain"])): doc for doc in docs}
     dominant = by_fingerprint[side.dominant.fingerprint]
     settings = raw.get("settings", dominant.get("gucs") or {})
+    host = raw.get("host")
     side = replace(
         side,
         server_version_num=dominant.get("server_version_num"),
         settings={str(k): str(v) for k, v in settings.items()},
+        host=None
+        if host is None
+        else HostConditions(**{k: tuple(v) if isinstance(v, list) else v for k, v in host.items()}),
     )
     if not indexed:
         return side
@@ -309,9 +314,9 @@ def load_case(path: Path) -> tuple[dict[str, Any], QueryComparison]:
     indexed = "failures" in case["baseline"] or "failures" in case["candidate"]
     baseline = _load_side("baseline", case["baseline"], indexed)
     candidate = _load_side("candidate", case["candidate"], indexed)
-    timing = stats.compare_timings(
-        baseline.durations_ms, candidate.durations_ms, **case.get("timing", {})
-    )
+    # `paired = true`: the sides ran interleaved, sample i back to back (one planshift run)
+    compare = stats_paired.compare_paired if case.get("paired") else stats.compare_timings
+    timing = compare(baseline.durations_ms, candidate.durations_ms, **case.get("timing", {}))
     fixture = _first_fixture(case["baseline"]) or _first_fixture(case["candidate"])
     sql = json.loads((ROOT / fixture).read_text()).get("sql", "")
     failures = Failures(_load_failures(case["baseline"]), _load_failures(case["candidate"]))

@@ -24,7 +24,7 @@ def test_builder_makes_the_record_init_makes() -> None:
     timing = TimingComparison(Verdict.UNCHANGED, 1.0, 0.9, 1.1, 0.5, 0.1, None, "r")
     assert builder(TimingComparison)(*dataclasses.astuple(timing)) == timing
     variant = PlanVariant("fp", "Seq Scan", None, 3, 1.0, 2.0, None)  # type: ignore[arg-type]
-    side = builder(Side)("pg15", 150018, {}, (variant,), (1.0,), stats, None, (), (), (), {})
+    side = builder(Side)("pg15", 150018, {}, (variant,), (1.0,), stats, None, (), (), (), {}, None)
     assert side == Side("pg15", 150018, {}, (variant,), (1.0,), stats)
     assert side.dominant is variant
 

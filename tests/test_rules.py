@@ -74,6 +74,7 @@ DOCS_PAGES = {
     "runtime-config-logging.html",
     "runtime-config-query.html",
     "runtime-config-resource.html",
+    "runtime-config-statistics.html",
     "sql-analyze.html",
     "sql-createstatistics.html",
     "sql-explain.html",

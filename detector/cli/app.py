@@ -67,6 +67,7 @@ COMMANDS = (
     measure.demo,
     gate.approve,
     gate.noise,
+    gate.calibrate,
     listing.runs,
     listing.rules,
     listing.census,

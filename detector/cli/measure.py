@@ -94,6 +94,16 @@ def run(
             "baseline -> candidate in the run's order of sides).",
         ),
     ] = False,
+    max_load: Annotated[
+        float | None,
+        typer.Option(
+            help="Pause measuring (between samples) while the 1-minute load average is above "
+            "this; planshift's own client and server add about 1. Waits are recorded.",
+        ),
+    ] = None,
+    max_wait: Annotated[
+        float, typer.Option(help="With --max-load: seconds of pausing allowed in all, then measure on.")
+    ] = 300.0,
 ) -> None:
     """Run a workload on every target x variant and store every execution."""
     from detector.jobs.run import execute_run
@@ -117,6 +127,8 @@ def run(
             plan_only=plan_only,
             counterfactual_budget=counterfactual_budget,
             counterfactual_both=counterfactual_both,
+            max_load=max_load,
+            max_wait=max_wait,
         )
     out.print(f"run {run_id} stored in {store}", markup=False)
 
@@ -211,6 +223,12 @@ def compare(
     host: Annotated[
         str | None, typer.Option("--host", help="With --lake: the host whose windows to compare.")
     ] = None,
+    busy_host: Annotated[
+        str | None,
+        typer.Option(
+            help="Verdicts a busy host put at risk (PS203): warn (default), inconclusive, or fail.",
+        ),
+    ] = None,
 ) -> None:
     """Compare two sides query by query; exit 1 when findings reach --fail-on."""
     from detector.engine.config import load_config
@@ -237,6 +255,7 @@ def compare(
             rule_options=rule_option or [],
             query=query,
             min_delta_ms=min_delta_ms,
+            busy_host=busy_host,
         )
         if lake is not None and (host is None or save):
             raise PlanshiftError(

@@ -12,6 +12,13 @@ from typing import Any
 
 from detector.engine.alignment import aligned as aligned  # re-exported: bench/ imports it here
 from detector.engine.approvals import approval_key
+from detector.engine.conditions import (
+    busy_host_verdicts,
+    comparison_conditions,
+    host_conditions,
+    not_comparable,
+    not_compared,
+)
 from detector.engine.config import Suppression
 from detector.engine.counterfactuals import judged
 from detector.engine.failures import with_failures
@@ -24,10 +31,11 @@ from detector.model import (
     ComparisonResult,
     Finding,
     QueryComparison,
+    Severity,
     TimingComparison,
 )
-from detector.model.build import build_comparison, side_build
 from detector.model.bulk import builder
+from detector.model.host import HostConditions
 from detector.store import Store, TargetRecord
 from rules import RuleRunner
 
@@ -48,6 +56,7 @@ class CompareOptions:
     query: str | None = None  # only this query name
     approved: Mapping[str, frozenset[str]] | None = None  # lock file: `query [point]` -> fps
     suppressions: tuple[Suppression, ...] = ()
+    busy_host: str = "warn"  # what verdicts a busy host put at risk become (engine/conditions.py)
 
 
 _DEFAULTS = CompareOptions()
@@ -148,20 +157,29 @@ def paused_gc() -> Iterator[None]:
 def _compare(
     store: Store, baseline: TargetRecord, candidate: TargetRecord, options: CompareOptions
 ) -> ComparisonResult:
+    hosts: dict[int, HostConditions] = {}
     if isinstance(baseline, WindowSide) or isinstance(candidate, WindowSide):
         pairs = window_pairs(store, baseline, candidate, options.query)
     else:
-        pairs = pair_sides(store, baseline, candidate, query=options.query)
+        for target in (baseline, candidate):
+            host = host_conditions(store, target)
+            if host is not None:
+                hosts[target.target_id] = host
+        pairs = pair_sides(store, baseline, candidate, query=options.query, hosts=hosts)
     interleaved = is_interleaved(baseline, candidate)
-    comparisons = compared(
-        pairs,
-        query_verdicts(pairs, interleaved, options),
-        options,
-        attributions_for(baseline, candidate, options),
+    verdicts = query_verdicts(pairs, interleaved, options)
+    mismatch = not_comparable(baseline, candidate)
+    if mismatch is not None:
+        verdicts = [not_compared(verdict, mismatch[0]) for verdict in verdicts]
+    comparisons = busy_host_verdicts(
+        compared(pairs, verdicts, options, attributions_for(baseline, candidate, options)),
+        options.busy_host,
     )
     del pairs  # a million pairs freed for the findings to reuse
     comparisons, failed = with_failures(store, baseline, candidate, comparisons, options)
     findings = apply_rules(comparisons, options, failed)
+    if options.busy_host == "fail":
+        findings = [replace(f, severity=Severity.ERROR) if f.code == "PS203" else f for f in findings]
     kept, suppressed = split_suppressed(findings, options.suppressions)
     return ComparisonResult(
         baseline=baseline.name,
@@ -173,12 +191,13 @@ def _compare(
         settings_diff=settings_diff(baseline, candidate),
         versions=(baseline.server_version_num, candidate.server_version_num),
         tables=table_facts(baseline, candidate),
-        conditions=side_conditions(baseline, candidate),
+        conditions=comparison_conditions(baseline, candidate, hosts),
         noise_run=options.noise_run if isinstance(options.noise_run, int) else None,
         interleaved=interleaved,
         alpha=options.alpha,
         events=window_events(store, baseline, candidate),
         failed=tuple(failed),
+        not_comparable=None if mismatch is None else mismatch[1],
     )
 
 
@@ -274,32 +293,6 @@ def is_interleaved(baseline: TargetRecord, candidate: TargetRecord) -> bool:
         and not isinstance(baseline, WindowSide)
         and not isinstance(candidate, WindowSide)
     )
-
-
-def conditions(target: TargetRecord) -> dict[str, Any]:
-    """What a report shows of how a side was measured (absent keys were not recorded)."""
-    info, settings = target.info, target.info.get("settings") or {}
-    found = {
-        "version": info.get("version"),
-        "initdb_options": info.get("initdb_options"),
-        "data_checksums": settings.get("data_checksums"),
-        "io_method": settings.get("io_method"),
-        "timing": info.get("timing"),
-        "cache": info.get("cache"),
-        "build": side_build(info),
-    }
-    return {key: value for key, value in found.items() if value is not None}
-
-
-def side_conditions(
-    baseline: TargetRecord, candidate: TargetRecord
-) -> dict[str, dict[str, Any]]:
-    """Each side's conditions, and `build`: same build, or which build facts differ."""
-    found = {"baseline": conditions(baseline), "candidate": conditions(candidate)}
-    left, right = found["baseline"].get("build"), found["candidate"].get("build")
-    if left is not None and right is not None:
-        found["build"] = build_comparison(left, right)
-    return found
 
 
 def table_facts(baseline: TargetRecord, candidate: TargetRecord) -> dict[str, dict[str, Any]]:

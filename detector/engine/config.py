@@ -9,6 +9,7 @@ min-samples = 5
 select = ["ALL"]           # rule codes, prefixes (PS1), names or families
 ignore = ["PS201"]
 approved = "planshift.lock"
+busy-host = "warn"         # verdicts a busy host put at risk: warn | inconclusive | fail
 
 [rules.PS101]              # options of one rule, by code or name
 near_tie = 0.03
@@ -43,7 +44,9 @@ KNOWN_KEYS = {
     "rules",
     "suppress",
     "store",
+    "busy-host",
 }
+BUSY_HOST_MODES = ("warn", "inconclusive", "fail")
 
 
 @dataclass(frozen=True)
@@ -70,6 +73,7 @@ class Config:
     store: Path | None = None
     rule_options: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     suppressions: tuple[Suppression, ...] = ()
+    busy_host: str = "warn"
 
 
 def find_config(start: Path) -> tuple[Path, Mapping[str, Any]] | None:
@@ -138,6 +142,9 @@ def parse_config(path: Path, data: Mapping[str, Any]) -> Config:
     fail_on = data.get("fail-on", "error")
     if fail_on not in ("info", "warning", "error", "never"):
         raise fail("fail-on", f"unknown value {fail_on!r}", "use info, warning, error or never")
+    busy_host = data.get("busy-host", "warn")
+    if busy_host not in BUSY_HOST_MODES:
+        raise fail("busy-host", f"unknown value {busy_host!r}", "use warn, inconclusive or fail")
     base = path.parent
     approved = data.get("approved")
     store = data.get("store")
@@ -155,6 +162,7 @@ def parse_config(path: Path, data: Mapping[str, Any]) -> Config:
         store=base / str(store) if store else None,
         rule_options={str(k): dict(v) for k, v in rules.items()},
         suppressions=tuple(_suppression(fail, i, raw) for i, raw in enumerate(data.get("suppress", []))),
+        busy_host=busy_host,
     )
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from functools import partial
 from operator import attrgetter, itemgetter
 from typing import NamedTuple
@@ -10,6 +10,7 @@ from typing import NamedTuple
 from detector.engine.sides import BulkSides
 from detector.engine.sides import side_settings_of as side_settings_of  # its former home
 from detector.model import Plan, Side, parse_plan
+from detector.model.host import HostConditions
 from detector.store import Store, TargetRecord
 from detector.store.groups import Window
 
@@ -106,9 +107,11 @@ def pair_sides(
     *,
     query: str | None = None,
     windows: Sequence[Window] = (),
+    hosts: Mapping[int, HostConditions] | None = None,
 ) -> list[SidePair]:
     """Queries (and points) measured on both sides, ordered by name and numeric point. Sides
-    are two targets, or two time windows of logged executions (`windows`, under their ids)."""
+    are two targets, or two time windows of logged executions (`windows`, under their ids);
+    `hosts`: each target's host conditions by target id."""
     ids = [w.side_id for w in windows] if windows else [baseline.target_id, candidate.target_id]
     texts: dict[str, tuple[str, str]] | None = None
     keys: list[str] | None = None
@@ -118,7 +121,7 @@ def pair_sides(
     index = BulkSides(store.grouped_samples(ids, keys, windows))
     # log observations keep no per-target plan examples: each shape's first EXPLAIN is used
     plans = Plans(store, [] if windows else ids)
-    sides = index.build({ids[0]: baseline, ids[1]: candidate}, plans)
+    sides = index.build({ids[0]: baseline, ids[1]: candidate}, plans, hosts)
     texts = store.query_texts() if texts is None else texts
     g = index.grouped
     firsts, bases, cands = index.pairs(ids[0], ids[1])

@@ -19,6 +19,7 @@ import numpy.typing as npt
 from detector.engine.segments import Floats, Ints, offsets, segment_quantiles
 from detector.model import PlanVariant, Side, TimingStats
 from detector.model.bulk import builder
+from detector.model.host import HostConditions
 from detector.model.samples import Samples
 from detector.store import GroupedSamples, TargetRecord
 
@@ -80,8 +81,15 @@ class BulkSides:
         first = np.asarray(self.first_groups, np.int64)[base[both]]
         return first.tolist(), base[both].tolist(), cand[both].tolist()
 
-    def build(self, targets: Mapping[int, TargetRecord], plans: Plans) -> list[Side]:
+    def build(
+        self,
+        targets: Mapping[int, TargetRecord],
+        plans: Plans,
+        hosts: Mapping[int, HostConditions] | None = None,
+    ) -> list[Side]:
+        """`hosts`: each target's host conditions by target id, when the run recorded them."""
         g = self.grouped
+        host_of = hosts or {}
         rows = offsets(g.sizes)
         edges = [*self.first_groups, len(g.sizes)]  # of the sides, among the groups
         known_rows = _known_rows(g.duration_known, rows)  # the groups' among known durations
@@ -126,6 +134,7 @@ class BulkSides:
                 _windows(_known(g.sample_indices, g.duration_known), bounds),
                 _windows(_known(g.total_cost, g.duration_known), bounds),
                 per_side(lambda target: target.info.get("tables") or {}),
+                per_side(lambda target: host_of.get(target.target_id)),
             )
         )
 

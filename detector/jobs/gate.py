@@ -2,19 +2,22 @@
 
 from __future__ import annotations
 
+import socket
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from rich.console import Console
 
+from collectors.host import calibrate
 from collectors.servers.targets import resolve_target_specs
 from detector.engine.approvals import ApprovedPlan, read_approvals, write_approvals
 from detector.engine.compare import CompareOptions, resolve_side
-from detector.engine.config import Config
+from detector.engine.config import BUSY_HOST_MODES, Config
 from detector.engine.noise import AA_VARIANTS, noise_floors, noise_label
 from detector.errors import PlanshiftError
 from detector.jobs.workload import load_workload
+from detector.model.host import HostBaseline, summarize
 from detector.store import Store
 
 
@@ -46,6 +49,7 @@ def compare_options(
     rule_options: Sequence[str],
     query: str | None = None,
     min_delta_ms: float | None = None,
+    busy_host: str | None = None,
 ) -> CompareOptions:
     """Flags win over the configuration file, which wins over the defaults."""
     effect = config.min_effect if min_effect is None else min_effect
@@ -55,6 +59,12 @@ def compare_options(
     for text in rule_options:
         rule, option, value = parse_rule_option(text)
         merged.setdefault(rule, {})[option] = value
+    if busy_host is not None and busy_host not in BUSY_HOST_MODES:
+        raise PlanshiftError(
+            f"--busy-host {busy_host!r}: expected warn, inconclusive or fail",
+            "warn: PS203 says which verdicts a busy host put at risk; inconclusive: they also "
+            "become inconclusive; fail: PS203 is an error",
+        )
     lock = approved or config.approved
     if noise not in ("auto", "off") and not noise.isdigit():
         raise PlanshiftError(f"--noise {noise!r}: expected auto, off or a run id")
@@ -70,6 +80,7 @@ def compare_options(
         suppressions=config.suppressions,
         noise_run=None if noise == "off" else ("auto" if noise == "auto" else int(noise)),
         query=query,
+        busy_host=busy_host or config.busy_host,
     )
 
 
@@ -146,3 +157,38 @@ def run_noise(
     )
     with Store(store_path, read_only=True) as store:
         return run_id, noise_floors(store, run_id)
+
+
+def calibrate_host(*, store_path: Path, rounds: int, force: bool) -> HostBaseline:
+    """Probe this host `rounds` times and store the medians as its quiet baseline; refuse
+    (unless forced) when the host is busy by the measures compare uses."""
+    if rounds < 1:
+        raise PlanshiftError(f"--rounds {rounds}: expected 1 or more", "for example --rounds 5")
+    summary, readings = calibrate(rounds)
+    host = socket.gethostname()
+    now = summarize(
+        readings, host=host, local=True, baseline=None, read_blocks=0, read_ms=None, cold=False
+    )
+    reasons = [] if now is None else [r.text for r in now.busy_reasons()]
+    if reasons and not force:
+        raise PlanshiftError(
+            f"host {host} is not quiet: {'; '.join(reasons)}; a baseline measured now would "
+            "make busy runs look normal",
+            "run `planshift calibrate` when the host is idle, or add --force to record it "
+            "anyway (marked forced)",
+        )
+    assert summary.read_warm_us is not None and summary.cpu_loop_ms is not None
+    baseline = HostBaseline(
+        host=host,
+        measured_at=summary.taken_at,
+        read_warm_us=summary.read_warm_us,
+        read_cold_us=summary.read_cold_us,
+        cpu_loop_ms=summary.cpu_loop_ms,
+        load1=summary.load1,
+        cpus=summary.cpus,
+        cpu_pressure=None if now is None else now.cpu_pressure,
+        forced=bool(reasons),
+    )
+    with Store(store_path) as store:
+        store.add_host_baseline(baseline)
+    return baseline

@@ -67,6 +67,8 @@ def execute_run(
     kind: str = "run",
     counterfactual_budget: str = DEFAULT_COUNTERFACTUAL_BUDGET,
     counterfactual_both: bool = False,
+    max_load: float | None = None,
+    max_wait: float = 300.0,
 ) -> int:
     for flag, value, least, most, example in (
         ("--repetitions", repetitions, 1, MAX_REPETITIONS, "--repetitions 20"),
@@ -75,6 +77,13 @@ def execute_run(
         problem = None if value is None else check_count(flag, value, least, most)
         if problem is not None:
             raise PlanshiftError(problem, f"for example {example}")
+    if max_load is not None and max_load <= 0:
+        raise PlanshiftError(
+            f"--max-load {max_load}: expected a positive load average",
+            "for example --max-load 2 on a 2-CPU host (planshift itself adds about 1)",
+        )
+    if max_wait < 0:
+        raise PlanshiftError(f"--max-wait {max_wait}: expected 0 or more seconds")
     if cache is not None and cache not in CACHE_MODES:
         raise PlanshiftError(f"--cache {cache}: expected warm or cold", "for example --cache cold")
     workload = load_workload(workload_path)
@@ -107,6 +116,8 @@ def execute_run(
         queries=tuple(queries),
         setup_on_dsn=consent,
         cache=cache,
+        max_load=max_load,
+        max_wait_s=max_wait,
     )
     sides = len(specs) * len(workload.variants)
     with (

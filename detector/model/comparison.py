@@ -8,6 +8,7 @@ from enum import StrEnum
 from typing import Any, NamedTuple
 
 from detector.model.failures import Failures
+from detector.model.host import HostConditions
 from detector.model.log_rows import LogEventRow
 from detector.model.plan import Plan
 from detector.model.samples import Samples as Samples  # re-exported: its old home
@@ -50,6 +51,10 @@ class TimingStats:
     p99_ms: float
     min_ms: float
     max_ms: float
+
+
+# the reason of a verdict whose sides' durations do not compare (measured in different modes)
+NOT_COMPARED = "not compared"
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,6 +122,8 @@ class Side:
     # the side's tables as its server's statistics saw them (rows, pages, all_visible_pages,
     # correlation), when the run recorded them
     tables: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    # the host while the side was measured (load, pressure, read latency), when the run recorded it
+    host: HostConditions | None = None
 
     def all_visible(self, relation: str) -> float | None:
         """Share of the relation's pages the visibility map marks all-visible (pg_class)."""
@@ -242,6 +249,9 @@ class ComparisonResult:
     # queries (and sweep points) not compared because no execution of them succeeded on a side:
     # their sides have no plan there, and `failures` says why (rule PS700)
     failed: tuple[QueryComparison, ...] = ()
+    # why the two sides' durations do not compare (measured in different timing or cache
+    # modes): every timing verdict is then inconclusive, and reports say why
+    not_comparable: str | None = None
 
     def verdict_counts(self) -> dict[str, int]:
         counts = {v.value: 0 for v in Verdict}

@@ -11,6 +11,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
 from detector.model.failures import QueryFailure
+from detector.model.host import HostSample
 from detector.model.log_rows import LedgerUpdate, LogBatchColumns, LogFileRecord
 from detector.model.observation import Observation
 from detector.model.records import QueryRecord, TargetRecord
@@ -57,6 +58,8 @@ class RunSink(Protocol):
     def finish_run(
         self, run_id: int, status: str = "complete", note: str | None = None
     ) -> None: ...
+
+    def add_host_samples(self, run_id: int, samples: Sequence[HostSample]) -> None: ...
 
 
 class LogSink(Protocol):

@@ -15,6 +15,7 @@ from detector.model import ComparisonResult, Finding, QueryComparison, Severity,
 from detector.model.build import describe
 from detector.model.units import counted, fmt_version
 from detector.model.workload import TIMING_MODES
+from detector.reports.host_lines import host_lines
 
 
 def fmt_number(value: float) -> str:
@@ -86,18 +87,19 @@ def condition_lines(result: ComparisonResult) -> list[str]:
             for name, role in named
         )
         built[0] += f" ({sides})"
+    after = [*built, *host_lines(result)]
     if not base and not cand:
-        return built
+        return after
     if base == cand:
-        return [f"measured: {base}", *built]
-    return [f"measured {result.baseline}: {base}", f"measured {result.candidate}: {cand}", *built]
+        return [f"measured: {base}", *after]
+    return [f"measured {result.baseline}: {base}", f"measured {result.candidate}: {cand}", *after]
 
 
 def method_lines(result: ComparisonResult) -> list[str]:
     """How the timings were compared, and what that means for trusting the verdicts."""
     decided = sum(q.timing.verdict in (Verdict.REGRESSED, Verdict.IMPROVED) for q in result.queries)
     tested = sum(q.timing.q_value is not None for q in result.queries)
-    lines = []
+    lines = [] if result.not_comparable is None else [result.not_comparable]
     timed = any(q.baseline.timing and q.candidate.timing for q in result.queries)
     if result.interleaved and timed:  # plans only (run --plan-only): no timings to pair
         lines.append(

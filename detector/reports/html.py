@@ -31,6 +31,7 @@ from detector.reports.common import (
     worst_severities,
 )
 from detector.reports.escape import for_html
+from detector.reports.host_lines import host_lines
 from detector.reports.html_assets import CSS, JS, csp
 from detector.reports.html_query import anchor, badge, query_block
 from detector.reports.sweeps import analyze, cost_settings_differ
@@ -80,7 +81,9 @@ def _targets(result: ComparisonResult) -> str:
                 for_html(measured) or "-",
             ]
         )
-    notes = "".join(f"<p>{for_html(line)}</p>" for line in method_lines(result))
+    notes = "".join(
+        f"<p>{for_html(line)}</p>" for line in [*host_lines(result), *method_lines(result)]
+    )
     return _table(["side", "target", "PostgreSQL", "variant settings", "measured"], rows) + notes
 
 

@@ -156,6 +156,7 @@ def _document(result: ComparisonResult) -> dict[str, Any]:
         "method": {
             "interleaved": result.interleaved,
             "alpha": result.alpha,
+            "not_comparable": result.not_comparable,
             "notes": method_lines(result),
         },
         "tables": dict(result.tables),

@@ -56,6 +56,7 @@ from detector.model.rows import (
 from detector.store.connection import check_path, connect, make_parents
 from detector.store.failures import StoreFailuresMixin
 from detector.store.groups import GroupedSamples, StoreGroupsMixin, Window
+from detector.store.host import StoreHostMixin
 from detector.store.ingest import StoreIngestMixin
 from detector.store.locking import StoreLock, WaitCallback, lock_for_writing, print_wait, store_wait
 from detector.store.migrate import SCHEMA_VERSION_DDL, Migration, load_migrations, pending
@@ -102,6 +103,7 @@ class Store(
     StoreFailuresMixin,
     StoreIngestMixin,
     StoreOwnerMixin,
+    StoreHostMixin,
 ):
     """A planshift store file. `Store(path)` creates it (and its parents) and migrates it."""
 
