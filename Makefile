@@ -34,3 +34,4 @@ bench: bootstrap
 	$(BIN)/python bench/bench_census.py
 	$(BIN)/python bench/bench_ingest.py
 	$(BIN)/python bench/bench_fleet.py
+	$(BIN)/python bench/bench_capture.py

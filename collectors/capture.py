@@ -16,18 +16,22 @@ a relation the capture session cannot see (a temporary table, or one dropped sin
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+import re
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
 import psycopg
 from pglast import ast, parse_sql
 from pglast import parser as pg_parser
-from pglast.visitors import Visitor
 
 from collectors.attribution import PLAN_ONLY
-from collectors.generic_plans import generic_plan
-from collectors.pgss import read_pgss
+from collectors.capture_relations import RELATIONS_SQL, check_relations, walk
+from collectors.capture_settings import SETTINGS_SQLS
+from collectors.counterfactual import MEASURED
+from collectors.generic_plans import GENERIC_EXPLAIN, PREPARED_NAME, generic_plan
+from collectors.pgss import COLUMNS_SQL, INFO_SQL, VIEW_SQL, read_pgss
+from collectors.sampling import EXPLAIN as MEASURED_BY_RUNS
 from collectors.servers.targets import check_conninfo, redact_conninfo, redact_secrets
 from detector.errors import PlanshiftError
 from detector.model.identity import text_query_key
@@ -37,9 +41,20 @@ APPLICATION_NAME = "planshift capture"
 WRITES = (ast.InsertStmt, ast.UpdateStmt, ast.DeleteStmt, ast.MergeStmt)
 HIDDEN = "<insufficient privilege>"
 SQUASHED = "/*, ... */"  # `IN ($1 /*, ... */)`: pg_stat_statements 18 squashes lists
-SYSTEM_SCHEMAS = ("pg_catalog", "information_schema")
-# not ranked: no query of the application (BEGIN, SET, DDL; catalog queries of tools and drivers)
-IGNORED = ("utility", "catalog")
+# not ranked: no query of the application (BEGIN, SET, DDL; catalog queries of tools and
+# drivers; monitoring; planshift's own statements; what --exclude names)
+IGNORED = ("utility", "catalog", "monitoring", "planshift", "excluded")
+SESSION_SQL = (
+    "SELECT set_config('default_transaction_read_only', 'on', false), "
+    "set_config('statement_timeout', %s, false), set_config('lock_timeout', %s, false)"
+)
+ROLES_SQL = "SELECT oid::bigint, rolname FROM pg_roles WHERE oid::bigint = ANY(%s::bigint[])"
+SOURCE_SQL = (
+    "SELECT current_database(), oid, pg_database_size(oid), "
+    "current_setting('server_version_num')::int, "
+    "current_setting('transaction_read_only') FROM pg_database "
+    "WHERE datname = current_database()"
+)
 
 
 @dataclass(frozen=True)
@@ -52,7 +67,9 @@ class Statement:
     total_ms: float
     key: str  # THE query key of a text (detector.model.identity), shared with log entries
     parameters: int  # the highest $n
-    kind: str  # query | write | utility | catalog | hidden | unparsable | missing | squashed
+    # query | write | utility | catalog | monitoring | planshift | excluded | hidden |
+    # unparsable | missing | squashed (and unplannable, once planned on the source)
+    kind: str
     reason: str = ""  # why it is not replayed ("" for a query)
     queryids: tuple[int, ...] = ()  # other entries of the same text (another protocol, user)
 
@@ -68,6 +85,8 @@ class SourceRead:
     database_bytes: int
     redacted_dsn: str
     statements: tuple[Statement, ...]  # every statement of the database, by total time
+    database_oid: int = 0
+    roles: tuple[str, ...] = ()  # that ran the application's statements, most time first
 
 
 def open_source(
@@ -86,11 +105,7 @@ def open_source(
             "check the DSN (a password belongs in PGPASSWORD or ~/.pgpass)",
         ) from None
     try:
-        conn.execute(
-            "SELECT set_config('default_transaction_read_only', 'on', false), "
-            "set_config('statement_timeout', %s, false), set_config('lock_timeout', %s, false)",
-            [timeout, timeout],
-        )
+        conn.execute(SESSION_SQL, [timeout, timeout])
         if search_path is not None:
             conn.execute("SELECT set_config('search_path', %s, false)", [search_path])
     except psycopg.Error as exc:
@@ -103,38 +118,117 @@ def open_source(
     return conn
 
 
-def read_source(conn: psycopg.Connection[Any]) -> SourceRead:
-    """The database's statements from pg_stat_statements, classified, by total time."""
-    row = conn.execute(
-        "SELECT current_database(), oid, pg_database_size(oid), "
-        "current_setting('server_version_num')::int, "
-        "current_setting('transaction_read_only') FROM pg_database "
-        "WHERE datname = current_database()"
-    ).fetchone()
+def read_source(
+    conn: psycopg.Connection[Any], exclude: Sequence[re.Pattern[str]] = ()
+) -> SourceRead:
+    """The database's statements from pg_stat_statements, classified, by total time;
+    `exclude`: patterns searched in their text (--exclude)."""
+    row = conn.execute(SOURCE_SQL).fetchone()
     assert row is not None
     database, dbid, size, version, read_only = row
     if read_only != "on":  # never reached: open_source made it so; checked all the same
         raise PlanshiftError("the capture session is not read-only; nothing was read")
     summed: dict[int, tuple[str, int, float]] = {}
-    for entry in read_pgss(conn).entries:
+    by_user: dict[int, dict[int, float]] = {}  # queryid -> userid -> ms
+    read = read_pgss(conn)
+    own = own_statement_keys(read.sql)
+    for entry in read.entries:
         if entry.dbid not in (None, dbid) or entry.toplevel is False:
             continue
         text, calls, total = summed.get(entry.queryid, (entry.query or "", 0, 0.0))
         summed[entry.queryid] = (text, calls + entry.calls, total + entry.total_exec_time)
+        users = by_user.setdefault(entry.queryid, {})
+        if entry.userid is not None:
+            users[entry.userid] = users.get(entry.userid, 0.0) + entry.total_exec_time
     ordered = sorted(summed.items(), key=lambda item: (-item[1][2], item[0]))
-    statements = [classify(queryid, *values) for queryid, values in ordered]
+    statements = [
+        classify(queryid, *values, own=own, exclude=exclude) for queryid, values in ordered
+    ]
     statements = merged(check_relations(conn, statements))
     return SourceRead(
-        version, str(database), int(size), redact_conninfo(conn.info.dsn), tuple(statements)
+        version,
+        str(database),
+        int(size),
+        redact_conninfo(conn.info.dsn),
+        tuple(statements),
+        int(dbid),
+        _roles(conn, statements, by_user),
     )
 
 
-def classify(queryid: int, sql: str, calls: int, total_ms: float) -> Statement:
+def _roles(
+    conn: psycopg.Connection[Any],
+    statements: Sequence[Statement],
+    by_user: Mapping[int, Mapping[int, float]],
+) -> tuple[str, ...]:
+    """The roles that ran the application's statements, most production time first."""
+    time: dict[int, float] = {}
+    for statement in statements:
+        if statement.kind in IGNORED:
+            continue
+        for queryid in (statement.queryid, *statement.queryids):
+            for user, ms in by_user.get(queryid, {}).items():
+                time[user] = time.get(user, 0.0) + ms
+    if not time:
+        return ()
+    names = dict(conn.execute(ROLES_SQL, [list(time)]).fetchall())
+    ranked = sorted(time, key=lambda user: (-time[user], user))
+    return tuple(str(names[user]) for user in ranked if user in names)
+
+
+def own_statement_keys(pgss_sql: str) -> frozenset[str]:
+    """Query keys of what planshift sends to a source: its pg_stat_statements read (as this
+    capture sent it, the view named with or without its schema, as a snapshot from another
+    session may have), its reads of the database and of the relations queries name."""
+    sent = (SESSION_SQL, ROLES_SQL, SOURCE_SQL, RELATIONS_SQL, VIEW_SQL, COLUMNS_SQL, *SETTINGS_SQLS)
+    texts = [_numbered(text) for text in sent]
+    if pgss_sql:
+        relation = pgss_sql.split(" FROM ", 1)[1].split()[0]
+        schema, _, bare = relation.rpartition(".")
+        texts += [pgss_sql.replace(f" FROM {relation} ", f" FROM {name} ") for name in
+                  {relation, bare, f"public.{bare}"}]  # fmt: skip
+        texts += [INFO_SQL.format(schema=name) for name in {schema or "public", "public"}]
+    return frozenset(text_query_key(text) for text in texts)
+
+
+# what planshift wraps around a workload query it plans or measures on a server (a capture's
+# plan check, a run on a --dsn server, an attribution trial), as pg_stat_statements keeps it
+OWN_PREFIXES = (
+    PLAN_ONLY,
+    MEASURED,
+    GENERIC_EXPLAIN,
+    *MEASURED_BY_RUNS.values(),
+    f"PREPARE {PREPARED_NAME} ",
+    f"EXPLAIN (SETTINGS, FORMAT JSON) EXECUTE {PREPARED_NAME}",
+    f"DEALLOCATE {PREPARED_NAME}",
+)
+
+
+def _numbered(sql: str) -> str:
+    """psycopg's %s placeholders as the server saw them: $1, $2 ..."""
+    pieces = sql.split("%s")
+    return "".join(f"{p}${i}" if i < len(pieces) else p for i, p in enumerate(pieces, 1))
+
+
+def classify(
+    queryid: int,
+    sql: str,
+    calls: int,
+    total_ms: float,
+    *,
+    own: Collection[str] = (),
+    exclude: Sequence[re.Pattern[str]] = (),
+) -> Statement:
     parameters = max((int(sql[t.start + 1 : t.end + 1]) for t in _params(sql)), default=0)
     key = text_query_key(sql)
     made = Statement(queryid, sql, calls, total_ms, key, parameters, "query")
     if not sql or sql == HIDDEN:
         return _as(made, "hidden", "text hidden: the capture role needs pg_read_all_stats")
+    if key in own or sql.startswith(OWN_PREFIXES):
+        return _as(made, "planshift", "planshift's own statement (capture, snapshot, run)")
+    matched = next((p.pattern for p in exclude if p.search(sql)), None)
+    if matched is not None:
+        return _as(made, "excluded", f"--exclude {matched!r}")
     try:
         parsed = parse_sql(sql)
     except pg_parser.ParseError as exc:
@@ -191,71 +285,7 @@ def _writes(node: ast.Node) -> bool:
     """A data-modifying CTE or a SELECT INTO anywhere in the statement."""
     if isinstance(node, ast.SelectStmt) and node.intoClause is not None:
         return True
-    return any(isinstance(found, (*WRITES, ast.IntoClause)) for found in _walk(node))
-
-
-def _walk(node: ast.Node) -> Iterator[ast.Node]:
-    found: list[ast.Node] = []
-
-    class Collect(Visitor):
-        def visit(self, ancestors: Any, node: ast.Node) -> None:
-            found.append(node)
-
-    Collect()(node)
-    return iter(found)
-
-
-def relations_of(sql: str) -> list[tuple[str, bool]]:
-    """(name as written, temporary) of the relations a query reads, CTE names excluded."""
-    try:
-        node = parse_sql(sql)[0].stmt
-    except (pg_parser.ParseError, IndexError):
-        return []
-    if node is None:
-        return []
-    ctes = {str(c.ctename) for c in _walk(node) if isinstance(c, ast.CommonTableExpr)}
-    names: dict[str, bool] = {}
-    for found in _walk(node):
-        if isinstance(found, ast.RangeVar) and found.relname:
-            name = f"{found.schemaname}.{found.relname}" if found.schemaname else found.relname
-            if found.schemaname is None and found.relname in ctes:
-                continue
-            names[str(name)] = names.get(str(name), False) or found.relpersistence == "t"
-    return list(names.items())
-
-
-def check_relations(
-    conn: psycopg.Connection[Any], statements: Sequence[Statement]
-) -> list[Statement]:
-    """Queries on a temporary table, or on a relation the capture session does not find."""
-    names = sorted(
-        {name for s in statements if s.kind == "query" for name, _ in relations_of(s.sql)}
-    )
-    rows = conn.execute(
-        "SELECT name, c.relpersistence, c.relnamespace::regnamespace::text "
-        "FROM unnest(%s::text[]) AS name LEFT JOIN pg_class c ON c.oid = to_regclass(name)",
-        [names],
-    ).fetchall()
-    persistence = {str(name): p for name, p, _ in rows}
-    system = {str(name) for name, _, schema in rows if schema in SYSTEM_SCHEMAS}
-    checked = []
-    for statement in statements:
-        read = (
-            [name for name, _ in relations_of(statement.sql)] if statement.kind == "query" else []
-        )
-        missing = [name for name in read if persistence.get(name) in (None, "t")]
-        if statement.kind == "query" and all(name in system for name in read):
-            reason = "reads no table of the application (system catalogs, or none)"
-            statement = _as(statement, "catalog", reason)
-        elif missing:
-            reason = (
-                f"reads {', '.join(missing)}, which the capture session cannot see "
-                "(a temporary table, dropped since, or in a schema not on the capture's "
-                "search_path: --search-path)"
-            )
-            statement = _as(statement, "missing", reason)
-        checked.append(statement)
-    return checked
+    return any(isinstance(found, (*WRITES, ast.IntoClause)) for found in walk(node))
 
 
 def plan_errors(

@@ -6,7 +6,8 @@ or before 16 the literals in a custom plan's conditions (collectors/capture_plan
 query key (the parse-tree fingerprint, which ignores constants) finds the pg_stat_statements
 entry it belongs to; then the two texts are lexed and walked token by
 token: each $n of pg_stat_statements meets a constant of the logged text (a `-` sign
-included) or a bound parameter, every other token must be the same. A text that does not
+included; a word for extract's field `year` or TRUE) or a bound parameter, every other token
+must be the same. A text that does not
 line up (pg_stat_statements 18 squashes IN lists) gives no values, rather than wrong ones.
 The logs are read with the readers of `collectors.logs` (stderr, csvlog, jsonlog; gzip).
 """
@@ -32,6 +33,7 @@ from detector.model.identity import text_query_key
 
 _CONSTANTS = frozenset({"ICONST", "FCONST", "SCONST"})
 _NUMBERS = frozenset({"ICONST", "FCONST"})
+_WORDS = frozenset({"IDENT"})
 _KEY_CACHE = 20_000
 
 
@@ -169,6 +171,11 @@ def aligned_values(
         elif other.name == "ASCII_45" and at + 1 < len(theirs) and theirs[at + 1].name in _NUMBERS:
             value = literal("-" + _text(logged, theirs[at + 1]), theirs[at + 1].name)
             at += 2
+        elif other.name in _WORDS or other.kind != "NO_KEYWORD":
+            # a constant written as a word: extract's field (`year`), TRUE and FALSE; as a
+            # string it means the same there (`extract('year' FROM ...)`)
+            value = None if other.name == "NULL_P" else _text(logged, other)
+            at += 1
         if value is None:
             return None
         number = int(normalized[token.start + 1 : token.end + 1])

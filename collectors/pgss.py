@@ -9,7 +9,7 @@ has. Deltas between snapshots, with resets and evictions, are computed when read
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
@@ -20,6 +20,14 @@ from collectors.servers.targets import check_conninfo, redact_conninfo, redact_s
 from detector.errors import PlanshiftError
 from detector.model.records import PgssEntry
 
+VIEW_SQL = (
+    "SELECT current_setting('server_version_num')::int, now(), "
+    "to_regclass('pg_stat_statements')::text, "
+    "(SELECT extnamespace::regnamespace::text FROM pg_extension "
+    " WHERE extname = 'pg_stat_statements')"
+)
+INFO_SQL = "SELECT dealloc, stats_reset FROM {schema}.pg_stat_statements_info"
+COLUMNS_SQL = "SELECT attname FROM pg_attribute WHERE attrelid = %s::regclass AND attnum > 0"
 # PgssEntry field -> view columns to try, newest name first
 _COLUMNS: dict[str, tuple[str, ...]] = {
     "queryid": ("queryid",),
@@ -55,6 +63,9 @@ class PgssRead:
     dealloc: int | None
     stats_reset: datetime | None
     redacted_dsn: str
+    # the statement that read the view (capture leaves it out of a workload); not a fact of
+    # the snapshot itself: not compared, not kept in its JSON
+    sql: str = field(default="", compare=False)
 
 
 def read_as_json(read: PgssRead) -> dict[str, Any]:
@@ -97,12 +108,7 @@ def read_pgss(conn: psycopg.Connection[Any], *, anonymize: bool = False) -> Pgss
     """One consistent read of pg_stat_statements (and _info on 14+). A statement that sets a
     password keeps its counters, its text the password redacted; `anonymize`: every text
     normalized (utility statements keep their literals in the view)."""
-    row = conn.execute(
-        "SELECT current_setting('server_version_num')::int, now(), "
-        "to_regclass('pg_stat_statements')::text, "
-        "(SELECT extnamespace::regnamespace::text FROM pg_extension "
-        " WHERE extname = 'pg_stat_statements')"
-    ).fetchone()
+    row = conn.execute(VIEW_SQL).fetchone()
     assert row is not None
     version, taken_at, view, schema = row
     if schema is None:
@@ -112,23 +118,16 @@ def read_pgss(conn: psycopg.Connection[Any], *, anonymize: bool = False) -> Pgss
             "shared_preload_libraries: `planshift setup-check` shows the settings)",
         )
     relation = view or f"{schema}.pg_stat_statements"
-    available = {
-        name
-        for (name,) in conn.execute(
-            "SELECT attname FROM pg_attribute WHERE attrelid = %s::regclass AND attnum > 0",
-            [relation],
-        ).fetchall()
-    }
+    available = {name for (name,) in conn.execute(COLUMNS_SQL, [relation]).fetchall()}
     fields, selects = [], []
-    for field, candidates in _COLUMNS.items():
+    for entry_field, candidates in _COLUMNS.items():
         name = next((c for c in candidates if c in available), None)
         if name is not None:
-            fields.append(field)
+            fields.append(entry_field)
             selects.append(name)
+    sql = f"SELECT {', '.join(selects)} FROM {relation} WHERE queryid IS NOT NULL"
     try:
-        rows = conn.execute(
-            f"SELECT {', '.join(selects)} FROM {relation} WHERE queryid IS NOT NULL"
-        ).fetchall()
+        rows = conn.execute(sql).fetchall()
     except psycopg.Error as exc:
         raise PlanshiftError(
             f"cannot read pg_stat_statements: {str(exc).strip()}",
@@ -140,12 +139,12 @@ def read_pgss(conn: psycopg.Connection[Any], *, anonymize: bool = False) -> Pgss
     )
     dealloc = stats_reset = None
     if version >= 140000:
-        info = conn.execute(f"SELECT dealloc, stats_reset FROM {schema}.pg_stat_statements_info")
+        info = conn.execute(INFO_SQL.format(schema=schema))
         found = info.fetchone()
         if found is not None:
             dealloc, stats_reset = found
     dsn = redact_conninfo(conn.info.dsn)
-    return PgssRead(taken_at, version, entries, dealloc, stats_reset, dsn)
+    return PgssRead(taken_at, version, entries, dealloc, stats_reset, dsn, sql)
 
 
 def _scrubbed(entry: PgssEntry, scrub: Callable[[str], str]) -> PgssEntry:

@@ -33,7 +33,7 @@ from collectors.flips import attribute_flips, file_flips
 from collectors.host import HostMonitor, is_local
 from collectors.sampling import ProgressCallback, measure
 from collectors.server_info import describe_server
-from collectors.server_setup import prepare_server
+from collectors.server_setup import prepare_servers
 from collectors.server_state import ServerWatch
 from collectors.servers.targets import Server, redact_secrets
 from collectors.session import connect, reset_session
@@ -98,9 +98,9 @@ def run_workload(
                 queries=tuple(replace(q, cache=None) for q in workload.queries),
             )
         cold = any(workload.cache_of(q) == "cold" for q in _selected(workload, options))
+        settings = prepare_servers(servers, workload, options.setup_on_dsn, progress)
         for server in servers:
             with connect(server) as conn:
-                prepare_server(server, conn, workload, options.setup_on_dsn)
                 server.info.update(describe_server(conn))
                 eviction = prepare_eviction(server, conn) if cold else None
             server.info["cache"] = eviction.describe() if eviction else {"mode": "warm"}
@@ -109,7 +109,9 @@ def run_workload(
             # nothing a statement can do survives its execution (session.one_statement)
             session = connect(server)
             for variant, gucs in workload.variants.items():
-                sides.append(Side(server, variant, dict(gucs), session, eviction=eviction))
+                # the workload's [settings] this server takes; the variant's own win
+                gucs = {**settings[server.name], **gucs}
+                sides.append(Side(server, variant, gucs, session, eviction=eviction))
         sessions = {id(side.connection): side.connection for side in sides}.values()
         watch.begin(servers, [conn.info.backend_pid for conn in sessions])
         for side in sides:

@@ -3,19 +3,24 @@ workload file it writes, read by the strict loader (no server needed)."""
 
 from __future__ import annotations
 
+import os
 import random
 import re
+import stat
 from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
 
-from collectors.capture import classify, relations_of
-from collectors.capture_dump import loadable
+from collectors.capture import classify, own_statement_keys
+from collectors.capture_constants import generic_text, literal_params
+from collectors.capture_dump import open_private
 from collectors.capture_params import Reservoir, aligned_values, literal
 from collectors.capture_plans import plan_values
+from collectors.capture_relations import functions_read, relations_of
 from detector.cli.app import app
 from detector.errors import PlanshiftError
+from detector.jobs.capture import private_directory
 from detector.jobs.capture_toml import CapturedQuery, placeholder_sql, query_name, workload_toml
 from detector.jobs.workload import load_workload
 
@@ -82,9 +87,76 @@ def test_statements_are_classified_by_the_parser() -> None:
     ]
 
 
-def test_psql_meta_commands_leave_the_dump_and_string_lines_stay() -> None:
-    dump = "\\restrict abc123\nCREATE TABLE t (a text);\nINSERT INTO t VALUES ('x\n\\y');\n\\unrestrict abc123\n"
-    assert loadable(dump) == "CREATE TABLE t (a text);\nINSERT INTO t VALUES ('x\n\\y');\n"
+def test_planshift_statements_and_excluded_ones_are_not_the_application() -> None:
+    pgss = "SELECT queryid, calls, query FROM public.pg_stat_statements WHERE queryid IS NOT NULL"
+    own = own_statement_keys(pgss)
+    # as a snapshot from a session with pg_stat_statements on its search_path sent it
+    sent = "SELECT queryid, calls, query FROM pg_stat_statements WHERE queryid IS NOT NULL"
+    assert classify(1, sent, 1, 1.0, own=own).kind == "planshift"
+    for wrapped in (  # its plan check, a run's measured and generic plans
+        "EXPLAIN (FORMAT JSON) SELECT * FROM t WHERE a = $1",
+        "EXPLAIN (ANALYZE, TIMING OFF, BUFFERS, SETTINGS, FORMAT JSON) SELECT 1 FROM t",
+        "PREPARE planshift_generic AS SELECT * FROM t WHERE a = $1",
+    ):
+        assert classify(5, wrapped, 1, 1.0).kind == "planshift", wrapped
+    assert classify(6, "EXPLAIN SELECT * FROM t", 1, 1.0).kind == "utility"  # somebody else's
+    catalog = "SELECT name, c.relpersistence FROM unnest($1::text[]) AS name"
+    assert classify(2, catalog, 1, 1.0, own=own).kind == "query"  # not one of planshift's
+    audit = [re.compile("from audit_", re.IGNORECASE)]
+    excluded = classify(3, "SELECT * FROM audit_log WHERE id = $1", 1, 1.0, exclude=audit)
+    assert (excluded.kind, excluded.reason) == ("excluded", "--exclude 'from audit_'")
+    assert classify(4, "SELECT * FROM orders", 1, 1.0, exclude=audit).kind == "query"
+    assert functions_read("SELECT * FROM pg_stat_statements(true) s, t") == ["pg_stat_statements"]
+
+
+@pytest.mark.parametrize(
+    ("normalized", "generic", "numbers"),
+    [
+        # as pg_stat_statements 14-18 show them: PostgreSQL's parser refuses each $n here
+        (
+            "SELECT extract($1 FROM o_orderdate) AS y FROM orders",
+            "SELECT pg_catalog.extract($1::text, o_orderdate) AS y FROM orders",
+            [1],
+        ),
+        (
+            "SELECT 1 FROM o WHERE d >= date $1 AND d < date $2 + interval $3 month",
+            "SELECT 1 FROM o WHERE d >= CAST($1 AS date) AND d < CAST($2 AS date) + "
+            "CAST($3 AS interval month)",
+            [1, 2, 3],
+        ),
+        (
+            "SELECT 1 FROM o WHERE ts > timestamp(3) $1 AND ts > timestamp with time zone $2 "
+            "AND i < interval $3 day to second (2)",
+            "SELECT 1 FROM o WHERE ts > CAST($1 AS timestamp(3)) AND ts > CAST($2 AS timestamp "
+            "with time zone) AND i < CAST($3 AS interval day to second (2))",
+            [1, 2, 3],
+        ),
+        # parameters the server parses stay as they are
+        ("SELECT 1 FROM o WHERE d > $1::date AND extract(year FROM d) = $2", None, []),
+        ("SELECT substring($1 from $2 for $3) FROM o", None, []),
+    ],
+)
+def test_typed_and_keyword_constants_are_written_so_the_server_parses_them(
+    normalized: str, generic: str | None, numbers: list[int]
+) -> None:
+    assert generic_text(normalized) == (generic or normalized)
+    assert literal_params(normalized) == numbers
+
+
+def test_typed_and_keyword_constants_are_read_back_from_the_logged_text() -> None:
+    normalized = (
+        "SELECT extract($1 FROM d), count(*) FROM o WHERE d >= date $2 "
+        "AND d < date $3 + interval $4 month AND flag = $5 GROUP BY 1"
+    )
+    logged = (
+        "select extract(year from d), count(*) from o where d >= date '1995-01-01' "
+        "and d < date '1995-01-01' + interval '3' month and flag = true group by 1;"
+    )
+    assert aligned_values(normalized, logged, {}) == {
+        1: "year", 2: "1995-01-01", 3: "1995-01-01", 4: "3", 5: "true"
+    }  # fmt: skip
+    other = aligned_values(normalized, logged.replace("(year", "(dow"), {})
+    assert other is not None and other[1] == "dow"
 
 
 def test_the_written_workload_reads_back_with_awkward_values(tmp_path: Path) -> None:
@@ -192,3 +264,25 @@ def test_values_from_the_conditions_of_a_custom_plan() -> None:
     both = {"Plan": {"Filter": "((k = 1) OR (k = 2))"}}  # which one is $1?
     assert plan_values("SELECT * FROM a WHERE k = $1 OR k = 2", both) == {}
     assert plan_values("SELECT * FROM a WHERE k = $1 * 2", {"Plan": {"Filter": "(k = 4)"}}) == {}
+
+
+def test_capture_files_are_for_their_owner_only(tmp_path: Path) -> None:
+    """A new directory is 0700 whatever the umask; a file is 0600 even when it existed with a
+    wider mode; an existing directory keeps its mode and is named when others can read it."""
+    old = os.umask(0o022)
+    try:
+        assert private_directory(tmp_path / "new") == []
+        assert stat.S_IMODE((tmp_path / "new").stat().st_mode) == 0o700
+        existing = tmp_path / "new" / "dump.sql"
+        existing.write_text("old rows")
+        existing.chmod(0o644)
+        with open_private(existing) as stream:
+            stream.write(b"rows")
+        assert stat.S_IMODE(existing.stat().st_mode) == 0o600 and existing.read_text() == "rows"
+        shared = tmp_path / "shared"
+        shared.mkdir(mode=0o755)
+        (note,) = private_directory(shared)
+        assert "open to other users (mode 755)" in note
+        assert stat.S_IMODE(shared.stat().st_mode) == 0o755
+    finally:
+        os.umask(old)

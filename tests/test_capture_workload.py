@@ -338,7 +338,7 @@ def test_the_applications_search_path(source15: Source, tmp_path: Path) -> None:
     output = capture(source15, tmp_path / "cap", "--top", "50", "--search-path", "app, public")
     assert "reads items" not in output
     workload = load_workload(tmp_path / "cap" / "workload.toml")
-    assert dict(workload.variants) == {"default": {"search_path": "app, public"}}
+    assert dict(workload.settings) == {"search_path": "app, public"}
     assert any("FROM items" in q.sql for q in workload.queries)
     result = CliRunner().invoke(
         app,

@@ -19,6 +19,7 @@ from urllib.parse import quote
 
 import psycopg
 import pytest
+from capture_sources import upgrade_source
 from helpers import FreshDb
 
 from collectors.servers.embedded import EmbeddedCluster
@@ -27,12 +28,17 @@ ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
 PLANSHIFT = Path(sys.executable).parent / "planshift"
 
+UPGRADE = "Upgrade from PostgreSQL 14"
 SKIPPED = {
     "The two commands": "make demo / make test are the harness that runs this test",
     "Postmortems": "needs a production server and its logs (tests/test_timeline.py, test_ingest.py)",
     "Fleets": "needs hosts and their logs (tests/test_lake.py runs these commands on captured logs)",
+    UPGRADE: "needs a PostgreSQL 14 source: test_the_upgrade_example_runs_as_written runs it",
 }
 README_DSN = "postgresql://app@db1/app"
+# the upgrade example's source and its server log
+UPGRADE_DSN = "postgresql://dba@db14/shop"
+UPGRADE_LOG = "/var/log/postgresql/postgresql-14-main.log"
 
 SETUP = """
 DROP TABLE IF EXISTS t;
@@ -76,10 +82,13 @@ def sh_blocks() -> list[tuple[str, list[str]]]:
     return blocks
 
 
-def commands() -> list[list[str]]:
+def commands(only: str | None = None) -> list[list[str]]:
+    """The commands of every section not SKIPPED, or of the section `only`."""
     found = []
     for section, lines in sh_blocks():
-        if any(section.startswith(skipped) for skipped in SKIPPED):
+        if only is not None and section != only:
+            continue
+        if only is None and any(section.startswith(skipped) for skipped in SKIPPED):
             continue
         for line in lines:
             words = shlex.split(line, comments=True)
@@ -118,6 +127,28 @@ def test_every_readme_command_runs_as_written(
         assert result.returncode in allowed, f"{shown}\n{result.stdout}\n{result.stderr}"
         assert "Traceback" not in result.stderr, shown
     assert (tmp_path / "planshift.lock").exists() and (tmp_path / "report.json").exists()
+
+
+def test_the_upgrade_example_runs_as_written(pg14: EmbeddedCluster, tmp_path: Path) -> None:
+    """The headline example on a PostgreSQL 14 source (tests/capture_sources.py): capture,
+    replay on 14 and 17, the comparison and its HTML report."""
+    found = commands(UPGRADE)
+    assert [words[1] for words in found] == ["capture", "run", "compare", "compare"]
+    env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "NO_COLOR")}
+    with upgrade_source(pg14, tmp_path) as dsn:
+        mapped = {UPGRADE_DSN: uri(dsn), UPGRADE_LOG: str(pg14.log_path)}
+        for words in found:
+            argv = [str(PLANSHIFT), *(mapped.get(w, w) for w in words[1:])]
+            result = subprocess.run(
+                argv, cwd=tmp_path, capture_output=True, text=True, timeout=600, env=env
+            )
+            shown = shlex.join(words)
+            assert result.returncode in ((0, 1) if words[1] == "compare" else (0,)), (
+                f"{shown}\n{result.stdout}\n{result.stderr}"
+            )
+            assert "Traceback" not in result.stderr, shown
+    assert "3 of 3 top statements captured" in (tmp_path / "cap" / "coverage.txt").read_text()
+    assert (tmp_path / "upgrade.html").stat().st_size > 10_000
 
 
 @pytest.mark.parametrize("section", sorted(SKIPPED))

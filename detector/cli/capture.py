@@ -8,7 +8,6 @@ from typing import Annotated
 import typer
 
 from detector.cli.common import out, user_errors
-from detector.model.units import counted
 
 
 def capture(
@@ -39,8 +38,12 @@ def capture(
         typer.Option("--data", help="Also dump the data (small databases), for embedded clusters."),
     ] = False,
     max_data_mb: Annotated[
-        float, typer.Option(help="Largest database --data copies (pg_database_size, MB).")
-    ] = 100.0,
+        float,
+        typer.Option(
+            help="Largest database --data copies (pg_database_size, MB): each replay target "
+            "loads it (the README gives load times per GB)."
+        ),
+    ] = 1024.0,
     samples: Annotated[
         int, typer.Option(help="Parameter sets per statement, sampled from its logged executions.")
     ] = 20,
@@ -62,10 +65,20 @@ def capture(
             "on the capture role's; the replay uses it too."
         ),
     ] = None,
+    exclude: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--exclude",
+            help="Leave out statements whose text matches this regular expression (Python "
+            "syntax, searched anywhere in the pg_stat_statements text, case-insensitive). "
+            "Repeatable. Reported with their share of production time.",
+        ),
+    ] = None,
 ) -> None:
     """Capture a running system's workload (pg_stat_statements, auto_explain logs, schema)
     without writing to it; replay it with `planshift run DIR/workload.toml`."""
-    from detector.jobs.capture import CaptureOptions, capture_workload, one_line
+    from detector.jobs.capture import CaptureOptions, capture_workload
+    from detector.jobs.capture_summary import summary
 
     options = CaptureOptions(
         top=top,
@@ -77,65 +90,13 @@ def capture(
         pg_bins=tuple(pg_bin or ()),
         statement_timeout=statement_timeout,
         search_path=search_path,
+        exclude=tuple(exclude or ()),
     )
-    with user_errors():
-        report = capture_workload(target, output, options)
-    source = report.source
-    version = f"{source.server_version_num // 10000}.{source.server_version_num % 10000}"
 
     def say(text: str) -> None:
         out.print(text, markup=False, highlight=False)
 
-    say(
-        f"captured {len(report.queries)} queries of database {source.database} "
-        f"(PostgreSQL {version}) into {report.workload}"
-    )
-    width = max(len(q.name) for q in report.queries)
-    for query in report.queries:
-        say(
-            f"  {query.name:<{width}}  {query.calls:>10} calls  {query.mean_ms:>9.3f} ms mean  "
-            f"{query.mode}"
-        )
-    if report.logged is not None:
-        logged = report.logged
-        counts = [
-            (logged.from_plans, "with values read from their custom plan's conditions"),
-            (logged.unbound, "without parameter values (auto_explain before 16 logs no bound "
-             "parameters)"),
-            (logged.unaligned, "whose values could not be read"),
-            (logged.with_null, "with a NULL parameter (a TOML file holds no NULL)"),
-            (logged.problems, "broken"),
-        ]  # fmt: skip
-        said = "".join(f", {count} {what}" for count, what in counts if count)
-        say(
-            f"logs: {logged.entries} auto_explain entries, {logged.matched} of captured "
-            f"statements{said}"
-        )
-    if report.skipped:
-        say(f"not captured ({len(report.skipped)} of the top {options.top}):")
-        for statement in report.skipped:
-            say(
-                f"  {statement.kind:<10} {one_line(statement.sql, 70)} ({statement.calls} calls): {statement.reason}"
-            )
-    if report.generic:
-        why = (
-            "no logged execution showed their values (auto_explain logs bound parameters "
-            "from PostgreSQL 16 on)"
-            if options.logs
-            else "--log with auto_explain logs gives their values"
-        )
-        say(
-            f"missing parameters for {counted(len(report.generic), 'query', 'queries')}: "
-            "replayed as generic plans "
-            f"(plans only, no timings): {why}"
-        )
-    if report.utility:
-        kinds = sorted({(s.sql.split() or ["(empty)"])[0].upper() for s in report.utility})
-        say(
-            f"ignored {len(report.utility)} utility and catalog statements ({', '.join(kinds[:8])})"
-        )
-    say("files: " + ", ".join(str(p) for p in report.files))
-    major = source.server_version_num // 10000
-    versions = f"-t pg{major} -t pg18" if major < 18 else f"-t pg{major}"
-    where = versions if options.data else "--dsn old=DSN --dsn new=DSN"
-    say(f"replay: planshift run {report.workload} {where}")
+    with user_errors():
+        report = capture_workload(target, output, options, progress=say)
+    for line in summary(report, options):
+        say(line)

@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
+from detector.engine.production import production_facts
 from detector.model import QueryComparison, TimingComparison, Verdict
 from detector.model.build import build_comparison, side_build
 from detector.model.comparison import NOT_COMPARED
@@ -125,6 +126,7 @@ def side_conditions(target: TargetRecord, host: HostConditions | None) -> dict[s
         "cache": info.get("cache"),
         "build": side_build(info),
         "host": None if host is None else host.as_dict(),
+        "production": production_facts(target),  # a captured workload: against production
     }
     return {key: value for key, value in found.items() if value is not None}
 

@@ -5,7 +5,9 @@ vocabulary (detector.jobs.workload): one [[queries]] table per statement with it
 weight (`calls`, `mean_ms`), the pg_stat_statements text with each $n turned into a %(pN)s
 placeholder fed by a `values` generator (all generators of a query cycle in step, so sample i
 replays the parameters of one logged execution), or `generic_plan = true` with the $n kept
-when no execution's parameters were seen.
+when no execution's parameters were seen (a $n where the grammar wants a literal, `date $1`,
+written as the cast the server parses: collectors/capture_constants.py). Production's planner
+settings go to [settings], what the capture saw of production to [capture].
 """
 
 from __future__ import annotations
@@ -18,6 +20,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from pglast import parser as pg_parser
+
+from collectors.capture_constants import generic_text, literal_params
 
 INT64 = (-(2**63), 2**63 - 1)
 
@@ -37,7 +41,9 @@ class CapturedQuery:
         if self.samples and _params(self.sql):
             first = {f"p{number}": value for number, value in self.samples[0].items()}
             return placeholder_sql(self.sql), first, False
-        return self.sql, None, bool(_params(self.sql))
+        if _params(self.sql):
+            return generic_text(self.sql), None, True
+        return self.sql, None, False
 
     @property
     def mode(self) -> str:
@@ -110,6 +116,9 @@ def workload_toml(
     not_captured: Sequence[str],
     repetitions: int = 10,
     settings: Mapping[str, str] | None = None,
+    setting_notes: Mapping[str, str] | None = None,
+    not_carried: Sequence[str] = (),
+    capture: Mapping[str, str | Sequence[str]] | None = None,
 ) -> str:
     lines = [f"# {line}" for line in header]
     lines += [
@@ -123,9 +132,24 @@ def workload_toml(
         "[setup]",
         f"files = [{', '.join(toml_string(f) for f in setup_files)}]",
     ]
-    if settings:  # set in every replayed statement's transaction (set_config(..., true))
-        lines += ["", "[variants.default]"]
-        lines += [f"{name} = {toml_string(value)}" for name, value in settings.items()]
+    if capture:
+        lines += ["", "[capture]  # what planshift capture saw of production (reports show it)"]
+        for key, value in capture.items():
+            if isinstance(value, str):
+                lines.append(f"{key} = {toml_string(value)}")
+            elif not value:
+                lines.append(f"{key} = []")
+            else:
+                lines.append(f"{key} = [")
+                lines += [f"  {toml_string(item)}," for item in value]
+                lines.append("]")
+    if settings or not_carried:
+        lines += ["", "[settings]  # production's: set on every replay target; a variant's wins"]
+        notes = setting_notes or {}
+        for name, value in (settings or {}).items():
+            note = f"  # {notes[name]}" if name in notes else ""
+            lines.append(f"{name} = {toml_string(value)}{note}")
+        lines += [f"# not carried: {line}" for line in not_carried]
     for query in queries:
         lines += ["", "[[queries]]"]
         lines.append(
@@ -136,10 +160,15 @@ def workload_toml(
         numbers = sorted({int(query.sql[t.start + 1 : t.end + 1]) for t in _params(query.sql)})
         if numbers and query.samples:
             lines.append(f"sql = {sql_block(placeholder_sql(query.sql))}")
+        elif numbers:
+            literals = literal_params(query.sql)
+            if literals:
+                shown = ", ".join(f"${n}" for n in literals)
+                lines.append(f"# {shown} stood for typed or keyword constants: written as casts")
+            lines.append(f"sql = {sql_block(generic_text(query.sql))}")
+            lines.append("generic_plan = true  # no execution's parameters were seen")
         else:
             lines.append(f"sql = {sql_block(query.sql)}")
-            if numbers:
-                lines.append("generic_plan = true  # no execution's parameters were seen")
         lines.append(f"calls = {query.calls}")
         lines.append(f"mean_ms = {round(query.mean_ms, 6)!r}")
         if numbers and query.samples:

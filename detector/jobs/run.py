@@ -143,6 +143,8 @@ def execute_run(
         calls = production_calls(workload)
         for server in servers if calls else ():
             server.info["production_calls"] = calls
+        for server in servers if workload.capture else ():  # what capture saw of production
+            server.info["production"] = {"settings": dict(workload.settings), **workload.capture}
         run_id = run_workload(workload, servers, store, options, progress)
         failed = store.failed_queries().get(run_id, [])
     for server in servers:

@@ -31,7 +31,7 @@ from detector.model.workload import (
 )
 
 # every table of a workload file and the keys it may hold; anything else is a typo
-SECTIONS = ("workload", "setup", "queries", "variants", "targets")
+SECTIONS = ("workload", "setup", "settings", "queries", "variants", "targets", "capture")
 KEYS = {
     "workload": (
         "name",
@@ -57,6 +57,8 @@ KEYS = {
     ),
     "sweep": ("param", "values"),
     "target": ("name", "postgres", "dsn_env", "settings", "checksums", "setup"),
+    # written by `planshift capture`: shown by the reports, never executed
+    "capture": ("source", "coverage", "blind", "left_out", "not_carried"),
 }
 GUC_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)?")
 
@@ -301,7 +303,8 @@ def load_workload(path: str | Path) -> Workload:
             f'expected "check" or "run", got {on_dsn!r}',
             '"check" (default) only checks a --dsn server has the tables; "run" runs the setup there',
         )
-    statements = _setup_statements(reader, setup, path.parent)
+    statements = _split_sql(reader, reader.text(setup, "sql", "setup.", ""), "setup.sql")
+    files = _setup_files(reader, setup, path.parent)
     cache = reader.text(head, "cache", "workload.", "warm")
     if cache not in CACHE_MODES:
         raise reader.fail("workload.cache", f'expected "warm" or "cold", got {cache!r}')
@@ -330,6 +333,7 @@ def load_workload(path: str | Path) -> Workload:
     if not isinstance(raw_targets, list):
         raise reader.fail("targets", "expected [[targets]] tables")
     targets = tuple(reader.target(t, i) for i, t in enumerate(raw_targets))
+    settings = reader.gucs(reader.table(data, "settings", ""), "settings")
     return Workload(
         path=path,
         name=reader.text(head, "name", "workload.", path.stem),
@@ -343,25 +347,42 @@ def load_workload(path: str | Path) -> Workload:
         seed=reader.count(head, "seed", "workload.", 42, least=0),
         prime=_flag(reader, head, "prime", True),
         setup_on_dsn=on_dsn == "run",
+        setup_files=files,
+        settings=settings,
+        capture=_capture(reader, reader.table(data, "capture", "")),
         timing=timing,
         cache=cache,
         content_hash=hashlib.sha256(raw_bytes).hexdigest()[:16],
     )
 
 
-def _setup_statements(reader: _Reader, setup: Mapping[str, Any], base: Path) -> tuple[str, ...]:
-    chunks: list[str] = [reader.text(setup, "sql", "setup.", "")]
+def _setup_files(reader: _Reader, setup: Mapping[str, Any], base: Path) -> tuple[Path, ...]:
+    """The files, checked readable now; their SQL is read when a server is set up
+    (collectors/setup_files.py), so a dump of any size costs no memory here."""
     files = setup.get("files", [])
     if not isinstance(files, list):
         raise reader.fail("setup.files", "expected a list of file names")
+    paths = []
     for i, name in enumerate(files):
+        path = base / str(name)
         try:
-            chunks.append((base / str(name)).read_text())
-        except (OSError, UnicodeDecodeError) as exc:
-            raise reader.fail(f"setup.files[{i}]", f"cannot read {name}: {exc}") from exc
-    return tuple(
-        statement for chunk in chunks for statement in _split_sql(reader, chunk, "setup.sql")
-    )
+            with path.open("rb") as stream:
+                stream.read(1)
+        except OSError as exc:
+            raise reader.fail(f"setup.files[{i}]", f"cannot read {name}: {exc.strerror}") from exc
+        paths.append(path)
+    return tuple(paths)
+
+
+def _capture(reader: _Reader, raw: Mapping[str, Any]) -> dict[str, Any]:
+    reader.strict(raw, "capture", "capture.")
+    found: dict[str, Any] = {}
+    for key, value in raw.items():
+        is_list = isinstance(value, list) and all(isinstance(v, str) for v in value)
+        if not isinstance(value, str) and not is_list:
+            raise reader.fail(f"capture.{key}", "expected a string or a list of strings")
+        found[key] = value
+    return found
 
 
 def _split_sql(reader: _Reader, sql: str, key: str) -> tuple[str, ...]:

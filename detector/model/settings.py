@@ -252,3 +252,28 @@ _PLANNER_SETTING = re.compile(
 def is_planner_setting(name: str) -> bool:
     """A setting the planner reads (a change of it can flip plans)."""
     return _PLANNER_SETTING.fullmatch(name) is not None
+
+
+#: settings renamed in a major version (old name, new name): a captured workload names them as
+#: its source did, each replay target as it knows them
+RENAMED_SETTINGS: Mapping[str, str] = {"force_parallel_mode": "debug_parallel_query"}
+_RENAMED_BACK = {new: old for old, new in RENAMED_SETTINGS.items()}
+#: per-session settings beyond the planner's that move the clock of the same plan
+_SESSION_CLOCK_SETTINGS = ("io_combine_limit", "maintenance_io_concurrency")
+
+
+def renamed_setting(name: str) -> str:
+    """The other name of a renamed setting (either way); the name itself otherwise."""
+    return RENAMED_SETTINGS.get(name) or _RENAMED_BACK.get(name) or name
+
+
+def carried_setting(name: str) -> bool:
+    """A setting `planshift capture` carries from production to every replay target when
+    production does not run its default: what the planner reads, parallelism, and the
+    per-session settings that move the clock of the same plan."""
+    return (
+        is_planner_setting(name)
+        or name in PARALLEL_SETTINGS
+        or name in _SESSION_CLOCK_SETTINGS
+        or renamed_setting(name) != name
+    )

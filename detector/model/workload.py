@@ -130,6 +130,15 @@ class Workload:
     content_hash: str
     prime: bool = True  # run each sample's parameters once, unmeasured, on every side first
     setup_on_dsn: bool = False  # [setup] on_dsn = "run": setup runs on --dsn servers too
+    # [setup] files: read statement by statement when a server is set up (a dump of any size
+    # is never held in memory), after the [setup] sql statements
+    setup_files: tuple[Path, ...] = ()
+    # [settings]: GUCs every side runs with (set_config in each statement's transaction, and
+    # in the setup session); a variant's value of the same setting wins
+    settings: Mapping[str, str] = field(default_factory=dict)
+    # [capture]: what `planshift capture` saw (source, coverage, what the check is blind to);
+    # when present, [settings] are production's and the reports say where a side departs
+    capture: Mapping[str, Any] = field(default_factory=dict)
     # how a measured execution is timed: EXPLAIN ANALYZE with per-node TIMING "off" (default)
     # or "on", or "plain": the bare statement's round trip (its plan from an extra EXPLAIN), or
     # "plan": plain EXPLAIN, nothing executed (`run --plan-only`)

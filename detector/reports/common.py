@@ -15,6 +15,7 @@ from detector.model import ComparisonResult, Finding, QueryComparison, Severity,
 from detector.model.build import describe
 from detector.model.units import counted, fmt_version
 from detector.model.workload import TIMING_MODES
+from detector.reports.escape import single_line
 from detector.reports.host_lines import host_lines
 
 
@@ -93,6 +94,26 @@ def condition_lines(result: ComparisonResult) -> list[str]:
     if base == cand:
         return [f"measured: {base}", *after]
     return [f"measured {result.baseline}: {base}", f"measured {result.candidate}: {cand}", *after]
+
+
+def production_lines(result: ComparisonResult) -> list[str]:
+    """A captured workload: its coverage and production's settings, and each side that runs
+    settings production does not (detector/engine/production.py)."""
+    lines: list[str] = []
+    for role, name in (("baseline", result.baseline), ("candidate", result.candidate)):
+        facts = (result.conditions.get(role) or {}).get("production")
+        if not facts:
+            continue
+        if not lines:
+            settings = ", ".join(f"{k} {v}" for k, v in sorted(facts["settings"].items()))
+            lines.append(
+                f"production (planshift capture): {facts.get('coverage') or 'coverage unknown'}"
+                f"; its settings, on every side: {settings or 'none beyond the defaults'}"
+            )
+        if facts["departures"]:
+            shown = ", ".join(f"{k} {v}" for k, v in facts["departures"].items())
+            lines.append(f"{name} runs settings production does not: {shown}")
+    return [single_line(line) for line in lines]  # the values come from a workload file
 
 
 def method_lines(result: ComparisonResult) -> list[str]:

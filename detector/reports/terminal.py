@@ -15,6 +15,7 @@ from detector.reports.common import (
     is_quiet,
     method_lines,
     not_compared_reason,
+    production_lines,
     settings_text,
 )
 from detector.reports.escape import for_markup, single_line
@@ -123,7 +124,7 @@ def render_terminal(result: ComparisonResult, console: Console, *, verbose: bool
         console.print(text, markup=False, highlight=False, soft_wrap=True)
     for fact in data_lines(result):
         console.print(single_line(fact), markup=False, soft_wrap=True)
-    for note in [*condition_lines(result), *method_lines(result)]:
+    for note in [*condition_lines(result), *production_lines(result), *method_lines(result)]:
         caveat = note.startswith("build: the sides differ")
         console.print(note, markup=False, style="yellow" if caveat else "dim", soft_wrap=True)
     shown = 0
