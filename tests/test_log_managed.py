@@ -126,9 +126,9 @@ def test_other_logs_keep_their_format_and_unknown_names_are_refused(tmp_path: Pa
     refused = CliRunner().invoke(
         app,
         ["ingest", str(MANAGED / "rds15.log"), "--store", str(tmp_path / "s.duckdb"),
-         "--format", "syslog"],
+         "--format", "eventlog"],
     )  # fmt: skip
-    assert refused.exit_code == 2 and "unknown log format 'syslog'" in refused.output
+    assert refused.exit_code == 2 and "unknown log format 'eventlog'" in refused.output
 
 
 def test_cloudsql_json_payload_reads_as_the_jsonlog_it_carries(tmp_path: Path) -> None:

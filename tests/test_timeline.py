@@ -66,12 +66,21 @@ def test_the_flip_and_its_way_back_are_on_the_timeline(
     store, phases = incident
     with Store(store, read_only=True) as db:
         (timeline,) = build_timeline(db, query="SELECT sum(amount) FROM orders WHERE customer = $1")
-    assert [s.count for s in timeline.segments] == [n for _, n in INCIDENT_PHASES]
-    before, dropped, back = timeline.segments
+    # per phase: a session of 10 custom plans (psycopg prepares the statement at the 6th),
+    # then the plan cache's generic plan
+    phases_seen = [timeline.segments[i : i + 2] for i in range(0, len(timeline.segments), 2)]
+    assert [[s.count for s in pair] for pair in phases_seen] == [
+        [10, n - 10] for _, n in INCIDENT_PHASES
+    ]
+    assert all(not custom.generic and generic.generic for custom, generic in phases_seen)
+    before, dropped, back = (custom for custom, _ in phases_seen)
     assert "BitmapIndexScan(orders_customer)" in before.signature
     assert dropped.signature == "Aggregate > SeqScan(public.orders)"
     assert back.fingerprint == before.fingerprint
-    assert len(timeline.flips) == 2
+    assert all(generic.fingerprint == custom.fingerprint for custom, generic in phases_seen)
+    # each mode flips at the drop and back; the generic plan following the custom plans' change
+    # is the same flip
+    assert timeline.flips == [(before, dropped), (dropped, back)]
     assert phases["index dropped"] < dropped.start < phases["index back"] < back.start
     assert dropped.median_ms is not None and before.median_ms is not None
     assert dropped.median_ms > 5 * before.median_ms
@@ -97,7 +106,7 @@ def test_timeline_cli_marks_flips_and_shows_pgss(
     runner = CliRunner()
     result = runner.invoke(app, ["timeline", "--store", str(store), "--query", "orders"])
     assert result.exit_code == 0, result.output
-    assert result.output.count(">> FLIP at") == 2
+    assert result.output.count(">> FLIP of the custom plans (then of the generic plan) at") == 2
     assert "pg_stat_statements shop" in result.output and "<- flip" in result.output
     window = runner.invoke(
         app,
@@ -177,7 +186,8 @@ def test_a_generic_plan_that_changes_is_a_flip(tmp_path: Path) -> None:
     timeline.segments[3] = replace(generic, fingerprint="1" * 16)
     assert timeline.flips[1] == (generic, timeline.segments[3])
     lines = timeline.transition_lines()
-    assert lines[2][-1].startswith("  >> FLIP at ") and lines[3][-1].startswith("  >> FLIP at ")
+    assert lines[2][-1].startswith("  >> FLIP of the custom plans at ")
+    assert lines[3][-1].startswith("  >> FLIP of the generic plan at ")
 
 
 SCHEMAS = Path(__file__).resolve().parents[1] / "detector" / "reports" / "schema"

@@ -15,12 +15,14 @@ import hashlib
 import multiprocessing
 import os
 import re
+from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import BinaryIO
 
 from collectors.logs.batches import BatchParser, ParsedBatch
+from collectors.logs.duplicates import Duplicates
 from collectors.logs.formats import BOM, Batch, Position, Problem, open_log, stream_error
 from collectors.logs.parallel import ChunkSpec, ParallelRead
 from collectors.logs.prefix import PrefixParser, TimeParser
@@ -33,6 +35,7 @@ from detector.model.sink import LogSink
 HEAD_BYTES = 64 << 10
 PARALLEL_FROM_BYTES = 32 << 20  # smaller files: starting the workers costs more than it saves
 KEEP_PROBLEMS = 20  # per file, in the report (the store keeps them all)
+PLAN_PROBLEMS = ("bad-plan", "bad-json")  # an auto_explain entry that could not be read
 _SPACES = re.compile(r"\s+")
 
 Progress = Callable[[int], None]  # bytes read since the last call
@@ -61,12 +64,36 @@ class FileReport:
     problems: list[Problem] = field(default_factory=list)
     incomplete: list[Problem] = field(default_factory=list)
     unknown_zones: set[str] = field(default_factory=set)
+    kinds: Counter[str] = field(default_factory=Counter)  # problems per kind
+    file_id: int | None = None  # its ledger row
+    firsts: dict[str, Problem] = field(default_factory=dict)  # the first problem of each kind
 
     def add_problems(self, problems: list[Problem]) -> None:
         self.problem_count += len(problems)
         room = KEEP_PROBLEMS - len(self.problems)
         if room > 0:
             self.problems.extend(problems[:room])
+        for problem in problems:
+            self.kinds[problem.kind] += 1
+            self.firsts.setdefault(problem.kind, problem)
+
+    def nothing_read(self) -> str | None:
+        """What was seen, when a file read for the first time yielded nothing: none of its
+        plans could be read, or no plan, no event and a problem for every message read (no
+        line read as its format); None when it yielded something (or had nothing to read)."""
+        plans = sum(self.kinds[kind] for kind in PLAN_PROBLEMS)
+        if self.resumed_at_line is not None:  # the file yielded before: its new part is judged
+            return None  # by its problems
+        if not self.plans and plans:
+            kind = max(PLAN_PROBLEMS, key=lambda k: (self.kinds[k], k))
+            what = f"none of its {plans} auto_explain plans could be read"
+        elif not (self.plans or self.events) and self.problem_count >= max(self.messages, 1):
+            kind = max(self.kinds, key=lambda k: (self.kinds[k], k))
+            what = f"no entry reads as {self.log_format}"
+        else:
+            return None
+        first = self.firsts[kind]
+        return f"{what} ({self.problem_count} problems; line {first.line}: {kind}: {first.message})"
 
 
 def usable_cores() -> int:
@@ -164,6 +191,11 @@ class LogIngest:
         if not runs:
             raise PlanshiftError(f"no target with id {target_id} in the store")
         self.run_id = runs[0]
+        name = next(t.name for t in store.targets() if t.target_id == target_id)
+        same = [t for t in store.targets() if t.source == "log" and t.name == name]
+        ids = [t.target_id for t in same]
+        paths = sorted({str(path) for target in same for path in target.info.get("files") or ()})
+        self.duplicates = Duplicates(store, ids, paths)
         self.parser = BatchParser(self.run_id, target_id, options.anonymize)
         self.column_types = store.log_column_types()
 
@@ -192,7 +224,7 @@ class LogIngest:
                     head_sha256=hashlib.sha256(head).hexdigest(),
                 )
                 position = Position()
-                report = FileReport(str(path), log_format, compressed, None)
+                report = FileReport(str(path), log_format, compressed, None, file_id=file_id)
             else:
                 file_id = record.file_id
                 if format_of(log_format).family != record.format:  # as it was first read
@@ -203,7 +235,9 @@ class LogIngest:
                     record.high_offset,
                     frozenset(record.pending_starts),
                 )
-                report = FileReport(str(path), log_format, compressed, record.resume_line)
+                report = FileReport(
+                    str(path), log_format, compressed, record.resume_line, file_id=file_id
+                )
             done = position.offset
             batches = self._batches(path, log_format, stream, position, compressed)
             for batch, parsed in batches:
@@ -263,12 +297,14 @@ class LogIngest:
     ) -> None:  # fmt: skip
         if parsed is None:
             parsed = self.parser.parse(batch.entries)
-        columns = parsed.to_columns(self.column_types)
+        columns, repeated = self.duplicates.drop_repeated(
+            parsed.to_columns(self.column_types), str(path), file_id
+        )
         self.ambiguous.update(parsed.ambiguous)
         columns.unlabel(self.ambiguous)  # a worker that saw one text labels them still
         problems = [
             scrub_problem(p, anonymize=self.options.anonymize)
-            for p in batch.problems + parsed.problems
+            for p in batch.problems + parsed.problems + repeated
         ]
         queries = {
             key: (query_name(sql), sql, None if queryid in self.ambiguous else queryid)
@@ -290,7 +326,7 @@ class LogIngest:
             problems=len(problems),
         )
         found = [(p.line, p.kind, p.message) for p in problems]
-        events = [event.row() for event in batch.events]
+        events = [event.row() for event in self.duplicates.new_events(batch.events)]
         self.store.add_log_batch(
             file_id, columns, list(parsed.shapes.values()), queries, found, ledger,
             parsed.ambiguous, events,

@@ -25,6 +25,8 @@ from collectors.logs.plans import (
     QueryIdentity,
     QueryKeys,
     duration_of,
+    generic_plan,
+    is_generic,
     parameters_json,
     plan_json_text,
     read_entry,
@@ -106,8 +108,14 @@ class BatchParser:
                 if fast is not None:
                     row, key, sql, queryid, analyzed, shape = self._fast(entry, fast, when)
                     plan_format = "json"
+                    generic = "$" in fast.query_text and is_generic(body)  # $n: a parameter
+                    if generic is None:
+                        generic = generic_plan(read_entry(entry).document)
                 else:
                     logged = read_entry(entry)
+                    generic = "$" in logged.query_text and is_generic(body)
+                    if generic is None:
+                        generic = generic_plan(logged.document)
                     identity = self._identify(logged.query_text)
                     params = self._params(identity, logged.params or identity.literals_json)
                     duration = None if identity.explain_only else logged.duration_ms
@@ -137,6 +145,7 @@ class BatchParser:
                     plan_format,
                     analyzed,
                     None if fast is not None and not fast.settings else plan_settings(body),
+                    generic,
                 )
             )
         parsed.ambiguous, self.keys.found_ambiguous = self.keys.found_ambiguous, []

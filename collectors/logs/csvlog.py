@@ -15,6 +15,7 @@ from typing import BinaryIO
 
 from collectors.logs.events import event_of, may_be_event
 from collectors.logs.formats import (
+    BOM,
     LogReader,
     Position,
     Problem,
@@ -22,7 +23,7 @@ from collectors.logs.formats import (
     decode_utf8,
     int_or_none,
     is_plan_head,
-    sample,
+    unreadable,
 )
 from collectors.logs.prefix import TimeParser
 
@@ -73,7 +74,10 @@ class CsvReader(LogReader):
 
     def segment(self, segment: bytes, offset: int, line: int) -> None:
         if self.parts and self.quotes % 2 and RECORD_START.match(segment):
-            self.problems.append(Problem(self.part_line, "bad-record", "unbalanced quotes"))
+            if self.part_offset <= len(BOM):  # a record's rest, the file cut inside it
+                self.problems.append(unreadable(self.part_offset, self.part_line, self.parts[0]))
+            else:
+                self.problems.append(Problem(self.part_line, "bad-record", "unbalanced quotes"))
             self.parts = []
         if not self.parts:
             self.part_offset, self.part_line, self.quotes = offset, line, 0
@@ -92,7 +96,7 @@ class CsvReader(LogReader):
     def record(self, record: bytes, offset: int, line: int) -> None:
         if not RECORD_START.match(record):
             if record.strip():
-                self.problems.append(Problem(line, "garbage", sample(record)))
+                self.problems.append(unreadable(offset, line, record))
             return
         self.messages += 1
         if _PLAN not in record and not may_be_event(record):

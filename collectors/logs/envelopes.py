@@ -5,22 +5,29 @@
   "record": {"log_time", "user_name", "database_name", "process_id", "error_severity",
   "message", "query_id", ...}}` (csvlog's column names; numbers as strings). Lines of other
   loggers (the instance manager, pg_controldata) hold no server message and are skipped.
-- Google Cloud SQL (`cloudsql`): Cloud Logging entries (`gcloud logging read --format=json`
-  flattened to one per line, or a sink's export): `{"logName": ".../cloudsql.googleapis.com
-  %2Fpostgres.log", "timestamp": ..., "textPayload": "<the stderr entry: prefix and message>"}`;
-  an entry whose `jsonPayload` is a jsonlog record is read as jsonlog.
+- Google Cloud SQL (`cloudsql`): Cloud Logging entries (a sink's export, or `gcloud logging
+  read --format=json --order=asc` flattened to one per line): `{"logName": ".../cloudsql.
+  googleapis.com%2Fpostgres.log", "timestamp": ..., "textPayload": "<a line of postgres.log>"}`.
+  Each line of the log is its own entry (a continuation line keeps its leading tab), and a
+  line over ~100 kB is cut into several entries; an entry may also hold a whole message. An
+  entry whose `jsonPayload` is a jsonlog record is read as jsonlog.
 
-Where an entry is cut: at every newline, as jsonlog (`jsonlog.JsonlogReader` does the reading;
-these readers only say where the server's record is inside the envelope).
+Where an entry is cut: at every newline, as jsonlog. CloudNativePG's record is read by
+`jsonlog.JsonlogReader` (this reader only says where it is in the envelope). Cloud SQL's lines
+are put back together into postgres.log as it was written: a tab-indented line continues the
+entry before it, a piece after a payload of SPLIT_FROM bytes or more that is no header line
+continues that line; then stderr reads it (`stderr.StderrReader`, prefix guessed; a prefix
+without time takes the entry's timestamp).
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any, BinaryIO
 
-from collectors.logs.formats import LINE, LogReader, Position
+from collectors.logs.formats import LINE, Batch, LogReader, Position, RawEntry, unreadable
 from collectors.logs.jsonlog import (
     Fields,
     JsonlogReader,
@@ -28,7 +35,8 @@ from collectors.logs.jsonlog import (
     json_object,
     text_or_none,
 )
-from collectors.logs.prefix import PrefixParser, TimeParser
+from collectors.logs.prefix import Header, PrefixParser, TimeParser
+from collectors.logs.stderr import StderrReader
 
 
 class CnpgReader(JsonlogReader):
@@ -49,36 +57,98 @@ class CnpgReader(JsonlogReader):
         )
 
 
-class CloudSqlReader(JsonlogReader):
-    kind = "cloudsql"
-    missing = None  # entries of other logs (audit, operations): skipped
-    prefix = PrefixParser(None)  # Cloud SQL's `%m [%p]: [%l-1] db=%d,user=%u ` is guessed
+class CloudSqlReader(StderrReader):
+    """Cloud Logging entries whose textPayload holds postgres.log, a line each (or a whole
+    message), put back together into the log they came from and read as stderr reads it."""
 
-    def record_of(self, document: Any) -> Fields | None:
-        if not isinstance(document, dict):
-            return None
+    boundary = LINE
+
+    def __init__(
+        self, stream: BinaryIO, position: Position, times: TimeParser, batch_size: int = 2000
+    ) -> None:
+        super().__init__(stream, position, times, PrefixParser(None), batch_size)
+        self.records = JsonlogReader(stream, position, times, batch_size)  # jsonPayload
+        self.lines: list[bytearray] = []  # the entry being put back together
+        self.where = (0, 0)  # its offset and line in this file
+        self.stamp: object = None  # the Cloud Logging timestamp of its first line
+        self.last_piece = 0  # length of the last textPayload
+        self.chunked = False
+
+    def segment(self, segment: bytes, offset: int, line: int) -> None:
+        document = json_object(segment) if segment.strip() else None
+        if document is None:
+            if segment.strip():
+                self._flush()
+                self.problems.append(unreadable(offset, line, segment))
+            return
         payload = document.get("jsonPayload")
         if isinstance(payload, dict):
-            return super().record_of(payload)
+            self._flush()
+            self.records.messages += 1
+            self.records.read_document(payload, segment, offset, line)
+            self._adopt()
+            return
         text = document.get("textPayload")
-        if not isinstance(text, str):
-            return None
-        first, newline, rest = text.partition("\n")
-        header = self.prefix.parse(first)
-        if header is None:
-            return None
-        lines = [line[1:] if line.startswith("\t") else line for line in rest.split("\n")]
-        message = (
-            first[header.end :] + newline + "\n".join(lines) if newline else first[header.end :]
-        )
-        return Fields(
-            message,
-            header.time or _rfc3339(document.get("timestamp")),
-            int_field(header.pid),
-            header.user or None,
-            header.database or None,
-            int_field(header.queryid),
-        )
+        if isinstance(text, str):  # else another log's entry (audit, operations): skipped
+            for piece in text.encode().split(b"\n"):
+                self._piece(piece, offset, line, document.get("timestamp"))
+
+    def _piece(self, piece: bytes, offset: int, line: int, stamp: object) -> None:
+        """One line of postgres.log, or a piece of a line that was too long for one entry."""
+        if self.lines and piece[:1] == b"\t":
+            self.lines.append(bytearray(piece))
+        elif self.lines and self.last_piece >= SPLIT_FROM and not self._header(piece):
+            self.lines[-1].extend(piece)
+        else:
+            self._flush()
+            self.lines, self.where, self.stamp = [bytearray(piece)], (offset, line), stamp
+        self.last_piece = len(piece)
+
+    def _header(self, piece: bytes) -> bool:
+        return self.prefix.parse(piece.decode("utf-8", "replace")) is not None
+
+    def _flush(self) -> None:
+        if self.lines:
+            lines, self.lines = self.lines, []
+            super().segment(b"\n".join(lines) + b"\n", *self.where)
+
+    def _adopt(self) -> None:
+        """What the jsonPayload reader read, as this reader's."""
+        records = self.records
+        self.entries += records.entries
+        self.problems += records.problems
+        self.events += records.events
+        self.messages += records.messages
+        records.entries, records.problems, records.events, records.messages = [], [], [], 0
+
+    def _time(self, header: Header) -> datetime | None:
+        if header.time or header.epoch:
+            return super()._time(header)
+        stamp = _rfc3339(self.stamp)  # Cloud SQL's older prefix has no time: the entry's
+        return self.times.parse(stamp) if stamp else None
+
+    def open_entries(self) -> list[RawEntry]:
+        waiting = []
+        if self.lines:
+            offset, line = self.where
+            waiting = [RawEntry(offset, line, None, None, None, None, None, "", b"")]
+        return super().open_entries() + waiting
+
+    def take_chunk(self, chunk: bytes) -> Batch:
+        self.chunked = True  # a worker's chunk ends before an entry's first line
+        return super().take_chunk(chunk)
+
+    def _batch(self, *, final: bool) -> Batch:
+        if final or self.chunked:
+            self._flush()
+        return super()._batch(final=final)
+
+
+SPLIT_FROM = 64 << 10  # a textPayload this long may have been cut (entries over ~100 kB are)
+# an entry that starts a message (a header line, or a jsonlog record), where a parallel read cuts
+ENTRY_START = re.compile(
+    rb'\n(?=[^\n]*"(?:textPayload": ?"(?:\d{4}-\d\d-\d\d \d\d:\d\d:\d\d|\[\d+\]: )|jsonPayload"))'
+)
 
 
 def _rfc3339(stamp: object) -> str | None:
@@ -111,7 +181,7 @@ class CnpgFormat:
 class CloudSqlFormat:
     name: str = "cloudsql"
     family: str = "jsonlog"
-    boundary: re.Pattern[bytes] = LINE
+    boundary: re.Pattern[bytes] = ENTRY_START
 
     def recognizes(self, first_line: bytes) -> bool:
         return self.starts_entry(first_line)

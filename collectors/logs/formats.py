@@ -67,7 +67,7 @@ class RawEntry:
 class Problem:
     line: int
     kind: str  # truncated | bad-json | bad-plan | bad-record | garbage | too-large | encoding
-    # | bad-time | no-query | bad-gzip
+    # | bad-time | no-query | bad-gzip | duplicate
     message: str
 
 
@@ -192,6 +192,17 @@ def int_or_none(text: str | None) -> int | None:
 
 def is_plan_head(head: str) -> bool:
     return head.startswith("duration: ") and head.rstrip().endswith("plan:")
+
+
+def unreadable(offset: int, line: int, raw: bytes) -> Problem:
+    """A piece that starts no entry: the end of one when the file starts with it (a log cut
+    with `tail -c`, a piece of a rotated log), else garbage."""
+    if offset <= len(BOM):
+        return Problem(line, "truncated", f"{PARTIAL_START}; {sample(raw)}")
+    return Problem(line, "garbage", sample(raw))
+
+
+PARTIAL_START = "the file starts inside an entry (cut from a larger log?), read from the next"
 
 
 def sample(raw: bytes) -> str:

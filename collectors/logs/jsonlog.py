@@ -25,7 +25,7 @@ from collectors.logs.formats import (
     decode_utf8,
     is_plan_head,
     loads,
-    sample,
+    unreadable,
 )
 from collectors.logs.prefix import TimeParser
 
@@ -63,7 +63,7 @@ class JsonlogFormat:
     boundary: re.Pattern[bytes] = LINE
 
     def recognizes(self, first_line: bytes) -> bool:
-        return first_line.lstrip().startswith(b"{")
+        return self.starts_entry(first_line)  # not a `{` alone: a JSON plan's first line
 
     def starts_entry(self, line: bytes) -> bool:
         record = json_object(line)
@@ -110,7 +110,7 @@ class JsonlogReader(LogReader):
         self.messages += 1
         if _PLAN not in segment:
             if not segment.lstrip().startswith(b"{"):
-                self.problems.append(Problem(line, "garbage", sample(segment)))
+                self.problems.append(unreadable(offset, line, segment))
                 return
             if not may_be_event(segment):
                 return
@@ -121,6 +121,10 @@ class JsonlogReader(LogReader):
         except JSONError as exc:
             self.problems.append(Problem(line, "bad-record", f"{self.kind}: {exc}"))
             return
+        self.read_document(document, segment, offset, line)
+
+    def read_document(self, document: Any, segment: bytes, offset: int, line: int) -> None:
+        """One line's JSON, parsed (`segment`: the line as written)."""
         fields = self.record_of(document)
         if fields is None:
             if self.missing is not None:

@@ -34,9 +34,19 @@ from collectors.logs.textplan import parse_text_plan
 from detector.errors import PlanshiftError
 from detector.model import Plan, parse_plan
 from detector.model.identity import normalize, text_query_key
+from detector.model.plan import plan_parameters
 
 _DURATION = re.compile(r"^duration: ([\d.]+) ms")
 _PARAMETER = re.compile(r"\$(\d+) = (?:'((?:[^']|'')*)'|(NULL))(?:, |$)")
+_OTHER_FORMATS = (  # the first line of a plan in auto_explain.log_format yaml or xml
+    (" (auto_explain.log_format = yaml: planshift reads json and text)", "Query Text: \""),
+    (" (auto_explain.log_format = xml: planshift reads json and text)", "<explain xmlns="),
+)
+_REFERENCE = re.compile(rb"(?<![\w$])\$(\d+)")  # not in a name such as col$1
+_RETURNS = re.compile(rb"returns ((?:\$\d+(?:, )?)+)")  # InitPlan 1 (returns $0,$1): 15-16
+_QUOTED = re.compile(rb"'(?:[^']|'')*'")  # a literal, where `$1` is text
+_NAME_BYTES = frozenset(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_$")
+_DIGITS = frozenset(b"0123456789")
 _TEXT_KEYS = ("Query Text: ", "Query Parameters: ", "Query Identifier: ", "Settings: ")
 CACHE_LIMIT = 50_000
 LABEL_LIMIT = 500_000  # queryids remembered for QueryKeys.label
@@ -82,6 +92,35 @@ def plan_json_text(raw: bytes | str) -> str:
     if "\n\t" in text:
         text = text.replace("\n\t", "\n").lstrip("\t")
     return text.strip()
+
+
+def is_generic(body: bytes | str) -> bool | None:
+    """Whether a logged plan is a prepared statement's generic plan: its expressions reference
+    `$1`, `$2` ... (`detector.model.plan.plan_parameters`), where a custom plan has the values.
+
+    Read from the JSON text (this runs once per logged plan): a `$n` after its "Plan" key that
+    is neither inside a quoted literal nor an InitPlan's output (`returns $0`, 15-16). None for
+    a text plan with a `$n`: `generic_plan` reads the parsed plan."""
+    raw = body.encode() if isinstance(body, str) else body
+    start = raw.find(b'"Plan"')
+    at = raw.find(b"$", start if start > 0 else 0)
+    end = len(raw) - 1
+    while at >= 0 and (at == end or raw[at + 1] not in _DIGITS or raw[at - 1] in _NAME_BYTES):
+        at = raw.find(b"$", at + 1)
+    if at < 0:
+        return False
+    if start < 0:
+        return None
+    region = raw[start:]
+    if b"'" not in region and b"returns $" not in region:
+        return True
+    produced = set(_REFERENCE.findall(b" ".join(_RETURNS.findall(region))))
+    return bool(set(_REFERENCE.findall(_QUOTED.sub(b"", region))) - produced)
+
+
+def generic_plan(document: dict[str, Any]) -> bool:
+    """Whether a parsed logged plan is a generic plan (when `is_generic` cannot tell)."""
+    return bool(plan_parameters(document["Plan"]))
 
 
 def duration_of(head: str) -> float | None:
@@ -256,7 +295,8 @@ def _text_entry(text: str, duration: float | None, queryid: int | None) -> Logge
         elif line and not line.startswith(("JIT:", "Planning", "Execution", "Trigger")):
             plan_lines.append(line)
     if not plan_lines:
-        raise EntryError("bad-plan", "no plan in the text entry")
+        written = next((f for f, mark in _OTHER_FORMATS if lines and lines[0].startswith(mark)), "")
+        raise EntryError("bad-plan", f"no plan in the text entry{written}")
     try:
         root = parse_text_plan(plan_lines)
     except PlanshiftError as exc:

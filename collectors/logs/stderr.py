@@ -16,6 +16,7 @@ from typing import BinaryIO
 
 from collectors.logs.events import event_of, may_be_event
 from collectors.logs.formats import (
+    BOM,
     LogReader,
     Position,
     Problem,
@@ -23,6 +24,7 @@ from collectors.logs.formats import (
     int_or_none,
     is_plan_head,
     sample,
+    unreadable,
 )
 from collectors.logs.prefix import Header, PrefixParser, TimeParser, queryid_of
 
@@ -85,6 +87,9 @@ class StderrReader(LogReader):
         text = first.decode("utf-8", "replace")
         header = self.prefix.parse(text)
         if header is None:
+            if offset <= len(BOM) and not self.open:  # the rest of an entry cut off before
+                self.problems.append(unreadable(offset, line, first))
+                return
             if not segment.startswith(b"\t"):
                 if first.strip():
                     self.problems.append(Problem(line, "garbage", sample(first)))

@@ -351,7 +351,8 @@ def settings_diff(
     for name in sorted(set(left) | set(right)):
         if left.get(name) != right.get(name):
             diff[name] = (value(left, name), value(right, name))
-    if baseline.server_version_num != candidate.server_version_num:
+    versions = (baseline.server_version_num, candidate.server_version_num)
+    if None not in versions and versions[0] != versions[1]:  # unknown is no difference
         diff["server_version_num"] = (
             str(baseline.server_version_num),
             str(candidate.server_version_num),

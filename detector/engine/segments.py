@@ -3,7 +3,7 @@
 A comparison hands over its observations sorted by plan group (`Store.grouped_samples`); a
 segment is the run of rows of one group or one side, `values[start:end]`. Segments of one
 length are sorted and read together, so 200,000 of them cost a few numpy calls. Percentiles
-interpolate linearly as numpy's default (and `stats.percentile`); a median is the middle
+interpolate linearly as numpy's default (and `quantiles.percentile`); a median is the middle
 value or the mean of the two middle values, as np.median. (DuckDB's quantile_cont, which
 computed these before, rounds the interpolation differently: p90 and p99 may differ from
 its figures in the last bit; medians are the same.)
@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from detector.engine.stats import lerp
+from detector.engine.quantiles import lerp
 from detector.model.samples import rows_at
 
 Floats = npt.NDArray[np.float64]

@@ -35,8 +35,11 @@ import numpy as np
 import numpy.typing as npt
 from scipy import stats as sps
 
+from detector.engine.quantiles import lerp, percentile, timing_stats
+from detector.engine.quantiles import median_rows as _median_rows
+from detector.engine.quantiles import sorted_sample as _sample
 from detector.model.bulk import builder
-from detector.model.comparison import TimingComparison, TimingStats, Verdict
+from detector.model.comparison import TimingComparison, Verdict
 
 Floats = npt.NDArray[np.float64]
 Ints = npt.NDArray[np.int64]
@@ -46,48 +49,7 @@ FLOOR_MS = 1e-9  # resampled medians are floored here (1 ps: "zero"), so ratios 
 _TAIL = (1 - CONFIDENCE) / 2
 _CHUNK_VALUES = 20_000  # timings per batch chunk: a ~15 MB working set, cache-friendly
 new_timing_comparison = builder(TimingComparison)
-
-
-def _sample(values: Sequence[float], what: str) -> Floats:
-    if len(values) == 0:
-        raise ValueError(f"{what} of an empty sample")
-    return np.sort(np.asarray(values, dtype=np.float64).ravel())  # sorted: order never matters
-
-
-def lerp(a: Floats, b: Floats, t: float) -> Floats:
-    """numpy's interpolation between neighbouring order statistics (exact at both ends)."""
-    return np.asarray(b - (b - a) * (1 - t) if t >= 0.5 else a + (b - a) * t, np.float64)
-
-
-def _median_rows(xs: Floats) -> Floats:
-    """Median of each row of a row-sorted array, computed exactly as np.median does."""
-    return (xs[:, (xs.shape[1] - 1) // 2] + xs[:, xs.shape[1] // 2]) / 2
-
-
-def percentile(values: Sequence[float], q: float) -> float:
-    """The q-th percentile (q in [0, 100]) with linear interpolation, as numpy's default."""
-    if not 0 <= q <= 100:
-        raise ValueError(f"percentile q must be in [0, 100], got {q}")
-    return _quantile(_sample(values, "percentile"), q / 100)
-
-
-def _quantile(xs: Floats, p: float) -> float:
-    pos = p * (xs.size - 1)
-    lo, hi = math.floor(pos), min(math.floor(pos) + 1, xs.size - 1)
-    return float(lerp(xs[lo : lo + 1], xs[hi : hi + 1], pos - lo)[0])
-
-
-def timing_stats(values: Sequence[float]) -> TimingStats:
-    """n, median, p90, p99, min and max of one side's durations (ms)."""
-    xs = _sample(values, "timing_stats")
-    return TimingStats(
-        n=xs.size,
-        median_ms=float(_median_rows(xs[None, :])[0]),
-        p90_ms=_quantile(xs, 0.9),
-        p99_ms=_quantile(xs, 0.99),
-        min_ms=float(xs[0]),
-        max_ms=float(xs[-1]),
-    )
+__all__ = ["lerp", "percentile", "timing_stats"]  # defined in `quantiles`, used from here too
 
 
 def median_ratio(baseline: Sequence[float], candidate: Sequence[float]) -> float:

@@ -8,9 +8,11 @@ bucket's dominant plan instead. pg_stat_statements deltas (calls, mean time per 
 are matched by queryid, or by the normalized text's fingerprint, and shown around each flip.
 
 Prepared statements: after five custom plans PostgreSQL's plan cache may switch a statement to
-its generic plan (planned for `$1`, not for the values). A change between a custom and a generic
-plan is a plan-cache switch, labelled as such and never a flip; a flip is a change from the
-previous plan of the same kind (custom -> other custom, generic -> other generic).
+its generic plan (planned for `$1`, not for the values). Which one an execution used is read per
+log entry (a generic plan and custom plans may share a shape). A change between a custom and a
+generic plan is a plan-cache switch, labelled as such and never a flip; a flip is a change from
+the previous plan of the same kind (custom -> other custom, generic -> other generic), so the
+custom plans flip even when the generic plan had their new shape all along.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, time, timedelta
 from itertools import pairwise
 
+from detector.engine.quantiles import timing_stats
 from detector.engine.query_lookup import find_query_keys
 from detector.engine.timeline_causes import FlipCause, flip_causes, plan_names, version_changes
 from detector.errors import PlanshiftError
@@ -96,41 +99,72 @@ class QueryTimeline:
     @property
     def flips(self) -> list[tuple[Segment, Segment]]:
         """Plan changes: each segment against the previous one of the same kind (custom or
-        generic), so a plan-cache switch is not one."""
+        generic), so a plan-cache switch is not one, and the custom plans flip even when the
+        generic plan had their new shape all along. The other mode making the same change
+        next (one index dropped: custom, then generic plans) is the same flip, counted once."""
+        return [(before, after) for before, after, _ in self._changes()]
+
+    def _changes(self) -> list[tuple[Segment, Segment, bool]]:
+        """Flips, each with whether the other plan-cache mode followed it."""
         last: dict[bool, Segment] = {}
-        found = []
+        found: list[tuple[Segment, Segment, bool]] = []
+        latest: tuple[str, str, bool] | None = None  # from, to, mode of the latest change
         for segment in self.segments:
             previous = last.get(segment.generic)
-            if previous is not None and previous.fingerprint != segment.fingerprint:
-                found.append((previous, segment))
             last[segment.generic] = segment
+            if previous is None or previous.fingerprint == segment.fingerprint:
+                continue
+            change = (previous.fingerprint, segment.fingerprint, segment.generic)
+            if latest is not None and latest[:2] == change[:2] and latest[2] != change[2]:
+                found[-1] = (found[-1][0], found[-1][1], True)
+            else:
+                found.append((previous, segment, False))
+            latest = change
         return found
 
     def transition_lines(self) -> dict[int, list[str]]:
         """Per segment index, the lines to show before it: plan-cache switch, flip."""
         lines: dict[int, list[str]] = {}
         switches = {id(s.after): s for s in self.switches}
-        flips = {id(b): (a, n) for n, (a, b) in enumerate(self.flips)}
+        flips = {id(b): (a, n, followed) for n, (a, b, followed) in enumerate(self._changes())}
+        both = self.both_modes
         for index, segment in enumerate(self.segments):
             if switch := switches.get(id(segment)):
                 lines.setdefault(index, []).append(f"  >> {switch.label} at {clock(segment.start)}")
             if (flip := flips.get(id(segment))) is not None:
-                causes = self.causes[flip[1]] if flip[1] < len(self.causes) else []
-                lines.setdefault(index, []).append(_flip_line(flip[0], segment, causes))
+                before, number, followed = flip
+                causes = self.causes[number] if number < len(self.causes) else []
+                mode = ""
+                if both:
+                    mode = _MODES[segment.generic] + _FOLLOWED[segment.generic] * followed
+                lines.setdefault(index, []).append(_flip_line(before, segment, causes, mode))
         return lines
+
+    @property
+    def both_modes(self) -> bool:
+        """Whether the query ran with custom and with generic plans (a prepared statement)."""
+        return len({segment.generic for segment in self.segments}) == 2
 
 
 def clock(moment: datetime) -> str:
     return moment.strftime("%Y-%m-%d %H:%M:%S.%f")[:-3]
 
 
-def _flip_line(before: Segment, after: Segment, causes: Sequence[FlipCause] = ()) -> str:
+_MODES = {False: " of the custom plans", True: " of the generic plan"}
+_FOLLOWED = {False: " (then of the generic plan)", True: " (then of the custom plans)"}
+
+
+def _flip_line(
+    before: Segment, after: Segment, causes: Sequence[FlipCause] = (), mode: str = ""
+) -> str:
+    """`>> FLIP at ...`; `of the custom plans` / `of the generic plan` when the query ran in
+    both plan-cache modes (each mode flips on its own)."""
     ratio = ""
     if before.median_ms and after.median_ms:
         factor = after.median_ms / before.median_ms
         ratio = f" ({factor:.1f}x slower)" if factor >= 1 else f" ({1 / factor:.1f}x faster)"
     return (
-        f"  >> FLIP at {clock(after.start)}: median {fmt_ms(before.median_ms)} -> "
+        f"  >> FLIP{mode} at {clock(after.start)}: median {fmt_ms(before.median_ms)} -> "
         f"{fmt_ms(after.median_ms)} ms{ratio}, cost {before.median_cost:.1f} -> "
         f"{after.median_cost:.1f}"
         + ("; after: " + "; ".join(cause.label() for cause in causes) if causes else "")
@@ -147,7 +181,7 @@ def plan_cache_switches(
     pids_at: dict[datetime, int | None] = {}
     for row in rows:
         pids_at.setdefault(row.row.collected_at, row.pid)
-        if not generic[row.row.fingerprint]:
+        if not is_generic(row, generic):
             custom_since[row.pid] = custom_since.get(row.pid, 0) + 1
         elif count := custom_since.pop(row.pid, 0):
             executions_at.setdefault(row.row.collected_at, count)
@@ -159,6 +193,12 @@ def plan_cache_switches(
         new_session = pids_at.get(before.end) != pids_at.get(after.start)
         found.append(PlanCacheSwitch(before, after, executions, new_session))
     return found
+
+
+def is_generic(row: LogObservationRow, generic: dict[str, bool]) -> bool:
+    """Whether the execution used its prepared statement's generic plan: as logged per entry
+    (a generic and a custom plan can share a shape), else as the fingerprint's plan was."""
+    return row.generic if row.generic is not None else generic.get(row.row.fingerprint, False)
 
 
 def parse_time(text: str, reference: datetime | None = None) -> datetime:
@@ -180,23 +220,23 @@ def parse_time(text: str, reference: datetime | None = None) -> datetime:
 
 
 def _segment(
-    rows: Sequence[LogObservationRow], signatures: dict[str, str], generic: dict[str, bool]
+    rows: Sequence[LogObservationRow], signatures: dict[str, str], generic: bool
 ) -> Segment:
-    durations = sorted(r.row.duration_ms for r in rows if r.row.duration_ms is not None)
+    durations = [r.row.duration_ms for r in rows if r.row.duration_ms is not None]
+    timing = timing_stats(durations) if durations else None  # the p90 `compare` shows
     counts = Counter(r.row.fingerprint for r in rows)
     fingerprint, dominant = counts.most_common(1)[0]
-    p90 = durations[min(len(durations) - 1, int(0.9 * len(durations)))] if durations else None
     return Segment(
         fingerprint=fingerprint,
         signature=signatures[fingerprint],
         start=rows[0].row.collected_at,
         end=rows[-1].row.collected_at,
         count=len(rows),
-        median_ms=statistics.median(durations) if durations else None,
-        p90_ms=p90,
+        median_ms=timing.median_ms if timing else None,
+        p90_ms=timing.p90_ms if timing else None,
         median_cost=statistics.median(r.row.total_cost for r in rows),
         share=dominant / len(rows),
-        generic=generic.get(fingerprint, False),
+        generic=generic,
     )
 
 
@@ -205,23 +245,33 @@ def segments_of(
     signatures: dict[str, str],
     generic: dict[str, bool] | None = None,
 ) -> tuple[list[Segment], bool]:
-    """Runs of the same plan; as time buckets (dominant plan each) when there are too many."""
-    runs: list[list[LogObservationRow]] = []
-    for row in rows:
-        if runs and runs[-1][-1].row.fingerprint == row.row.fingerprint:
-            runs[-1].append(row)
-        else:
-            runs.append([row])
+    """Runs of the same plan in the same plan-cache mode (custom or generic). When there are
+    too many: time buckets, with the dominant plan of each mode in each bucket, so the custom
+    plans' flip shows whatever the generic plan does."""
     kinds = generic or {}
+    runs: list[tuple[tuple[str, bool], list[LogObservationRow]]] = []
+    for row in rows:
+        key = (row.row.fingerprint, is_generic(row, kinds))
+        if runs and runs[-1][0] == key:
+            runs[-1][1].append(row)
+        else:
+            runs.append((key, [row]))
     if len(runs) <= MAX_SEGMENTS:
-        return [_segment(run, signatures, kinds) for run in runs], False
+        return [_segment(run, signatures, mode) for (_, mode), run in runs], False
     first, last = rows[0].row.collected_at, rows[-1].row.collected_at
     width = max((last - first) / BUCKETS, timedelta(microseconds=1))
-    buckets: list[list[LogObservationRow]] = [[] for _ in range(BUCKETS)]
+    buckets: list[tuple[list[LogObservationRow], list[LogObservationRow]]] = [
+        ([], []) for _ in range(BUCKETS)
+    ]
     for row in rows:
         index = min(BUCKETS - 1, int((row.row.collected_at - first) / width))
-        buckets[index].append(row)
-    return [_segment(bucket, signatures, kinds) for bucket in buckets if bucket], True
+        buckets[index][is_generic(row, kinds)].append(row)
+    return [
+        _segment(bucket[mode], signatures, bool(mode))
+        for bucket in buckets
+        for mode in (0, 1)
+        if bucket[mode]
+    ], True
 
 
 def build_timeline(
@@ -265,7 +315,7 @@ def build_timeline(
             segments=segments,
             bucketed=bucketed,
             observations=len(query_rows),
-            switches=plan_cache_switches(segments, query_rows, generic),
+            switches=[] if bucketed else plan_cache_switches(segments, query_rows, generic),
             source=log_source,
         )
         timeline.causes = [

@@ -16,9 +16,11 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from detector.engine.pairing import SidePair, pair_sides
+from detector.engine.timeline import clock, parse_time
 from detector.engine.timeline_causes import settings_pairs
 from detector.errors import PlanshiftError
 from detector.model.comparison import WindowEvent
+from detector.model.log_rows import LogObservationRow
 from detector.model.records import to_utc_naive
 from detector.model.units import version_num
 from detector.store import Store, TargetRecord
@@ -49,8 +51,6 @@ def is_window(spec: str) -> bool:
 def window_side(store: Store, spec: str) -> WindowSide:
     """The window a spec names: `13:00..14:05`, `prod@2026-11-22T14:05..` (times UTC; a time of
     day is on the day of the latest log)."""
-    from detector.engine.timeline import parse_time
-
     source, _, window = spec.rpartition("@") if "@" in spec.split("..")[0] else ("", "", spec)
     since_text, _, until_text = window.partition("..")
     latest = store.log_observations()
@@ -65,6 +65,11 @@ def window_side(store: Store, spec: str) -> WindowSide:
     if since is not None and until is not None and since >= until:
         raise PlanshiftError(f"empty time window {spec!r}", "write SINCE..UNTIL, SINCE first")
     rows = store.log_observations(since, until, None, source or None)
+    if not rows:
+        raise PlanshiftError(
+            f"no logged plans in the time window {spec!r} ({_bounds(since, until)})",
+            _span_hint(latest, source or None),
+        )
     info = {
         "window": [since.isoformat() if since else None, until.isoformat() if until else None],
         "source": source or None,
@@ -74,6 +79,26 @@ def window_side(store: Store, spec: str) -> WindowSide:
         WINDOW_TARGET_ID, latest[-1].row.run_id, spec, "log", version,
         logged_settings([row.settings for row in rows]), info, since, until, source or None,
     )  # fmt: skip
+
+
+def _bounds(since: datetime | None, until: datetime | None) -> str:
+    start = clock(since) + " UTC" if since else "the first logged plan"
+    end = clock(until) + " UTC" if until else "the last logged plan"
+    return f"from {start} to {end}"
+
+
+def _span_hint(rows: list[LogObservationRow], source: str | None) -> str:
+    """The time span of the logged plans (of one source), to write a window that has some."""
+    ours = [row for row in rows if source is None or row.target_name == source]
+    if not ours:
+        sources = sorted({row.target_name for row in rows})
+        return f"no logged plans of source {source!r}; sources: {', '.join(sources)}"
+    first, last = ours[0].row.collected_at, ours[-1].row.collected_at
+    where = f" of {source!r}" if source else ""
+    return (
+        f"the logged plans{where} span {clock(first)} .. {clock(last)} UTC "
+        f"({len(ours)} plans); times of day are on the day of the latest log"
+    )
 
 
 def logged_version(store: Store, until: datetime | None, files: set[str] | None) -> int | None:

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 from rich.console import Console
 
 from collectors.logs.autoexplain import FileReport, IngestOptions, LogIngest, check_log
+from collectors.logs.records import FORMATS
 from detector.engine.timeline import (
     PgssDelta,
     QueryTimeline,
@@ -23,6 +24,7 @@ from detector.engine.timeline_top import TopQueries, check_order, top_from_logs,
 from detector.errors import PlanshiftError
 from detector.jobs.progress import progress_bar
 from detector.model.identity import text_query_key
+from detector.model.units import counted
 from detector.reports.timeline_terminal import render_timeline
 from detector.reports.timeline_top import top_lines
 from detector.store import Store
@@ -97,7 +99,29 @@ def ingest_logs(
         except BaseException:
             store.finish_run(run_id, "failed")
             raise
+        refuse_unreadable(store, reports)
     return reports
+
+
+def refuse_unreadable(store: Store, reports: Sequence[FileReport]) -> None:
+    """Exit 2 naming the files that yielded nothing readable. What such a file left in the
+    store (its ledger row and problems, nothing else) is removed when this ingest made it, so
+    that the file is read anew once the right --format or --log-line-prefix is given."""
+    found = [(report, why) for report in reports if (why := report.nothing_read())]
+    if not found:
+        return
+    for report, _ in found:
+        if report.resumed_at_line is None and report.file_id is not None and not report.events:
+            store.forget_log_file(report.file_id)
+    listed = "; ".join(f"{report.path} ({report.log_format}): {why}" for report, why in found)
+    others = len(reports) - len(found)
+    raise PlanshiftError(
+        f"nothing readable in {listed}",
+        "planshift reads plans of auto_explain.log_format json or text; a log in another "
+        f"format than the one named: --format ({', '.join(FORMATS)}) and, for stderr, the "
+        "server's --log-line-prefix"
+        + (f"; {counted(others, 'other file')} stored" if others else ""),
+    )
 
 
 def print_report(report: FileReport, console: Console) -> None:

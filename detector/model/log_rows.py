@@ -60,6 +60,7 @@ class LogEntryInfo(NamedTuple):
     plan_format: str
     analyzed: bool
     settings: str | None = None  # the plan's logged Settings
+    generic: bool = False  # a prepared statement's generic plan (planned for $n)
 
 
 class LogEventRow(NamedTuple):
@@ -124,6 +125,7 @@ class LogObservationRow:
     settings: str | None = None
     line: int | None = None
     path: str | None = None
+    generic: bool | None = None  # the plan-cache mode of the execution; None: not recorded
 
 
 def _numpy_column(values: Sequence[Any], data_type: str) -> Any:

@@ -8,6 +8,7 @@ these methods.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from datetime import datetime
 from typing import Any, Protocol
 
 from detector.model.failures import QueryFailure
@@ -76,6 +77,16 @@ class LogSink(Protocol):
     def add_log_file(
         self, path: str, *, log_format: str, compressed: bool, head_len: int, head_sha256: str
     ) -> int: ...
+
+    def logged_executions(
+        self, since: datetime, until: datetime, target_ids: Sequence[int]
+    ) -> list[tuple[Any, ...]]: ...
+
+    def latest_logged(self, target_ids: Sequence[int]) -> datetime | None: ...
+
+    def logged_events(self, since: datetime, until: datetime) -> list[tuple[Any, ...]]: ...
+
+    def log_file_ids(self, target_ids: Sequence[int], paths: Sequence[str]) -> set[int]: ...
 
     def add_log_batch(
         self,

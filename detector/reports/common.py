@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from detector.engine.plan_mix import mix_text
 from detector.model import ComparisonResult, Finding, QueryComparison, Severity, Verdict
 from detector.model.build import describe
 from detector.model.units import counted, fmt_version
@@ -49,9 +50,14 @@ def slug(text: str) -> str:
 
 
 def is_quiet(query: QueryComparison) -> bool:
-    """Same plan and measured unchanged: collapsed or left out of short reports. An
-    inconclusive query is shown, with its effect and what would decide it."""
-    return not query.plan_changed and query.timing.verdict is Verdict.UNCHANGED
+    """Same plans and measured unchanged: collapsed or left out of short reports. An
+    inconclusive query is shown, with its effect and what would decide it; so is a query whose
+    plan mix moved under the same dominant plan (`plan_mix`)."""
+    return (
+        not query.plan_changed
+        and query.timing.verdict is Verdict.UNCHANGED
+        and mix_text(query) is None
+    )
 
 
 def condition_text(conditions: Mapping[str, Any]) -> str:

@@ -6,6 +6,7 @@ from rich.console import Console
 from rich.text import Text
 
 from detector.engine.census import comparison_switches
+from detector.engine.plan_mix import mix_text
 from detector.model import ComparisonResult, QueryComparison, Severity, Side, Verdict
 from detector.model.failures import Failures, distinct_errors
 from detector.model.units import counted, fmt_ms, fmt_version
@@ -47,9 +48,14 @@ def query_block(query: QueryComparison, console: Console) -> None:
     head = Text()
     head.append(single_line(query.label), style="bold")
     head.append("  ")
-    head.append(query.timing.verdict.value, style=VERDICT_STYLE[query.timing.verdict])
+    mix = mix_text(query)
+    verdict = query.timing.verdict
+    timing = "timing unchanged" if mix and verdict is Verdict.UNCHANGED else verdict.value
+    head.append(timing, style=VERDICT_STYLE[verdict])
     head.append(f"  {query.timing.describe()}")
     console.print(head, soft_wrap=True)
+    if mix:
+        console.print(f"  {single_line(mix)}", style="yellow", markup=False, soft_wrap=True)
     base, cand = query.baseline.timing, query.candidate.timing
     if base and cand:
         console.print(

@@ -46,6 +46,7 @@ def _segment(segment: Segment) -> dict[str, Any]:
         "p90_ms": segment.p90_ms,
         "median_cost": segment.median_cost,
         "share": segment.share,
+        "generic": segment.generic,
     }
 
 

@@ -30,10 +30,11 @@ def render_timeline(timeline: QueryTimeline, console: Console) -> None:
         for line in transitions.get(index, []):
             say(line)
         share = f" {segment.share:4.0%}" if timeline.bucketed else ""
+        mode = (" (generic plan)" if segment.generic else " (custom)") * timeline.both_modes
         say(
             f"  {clock(segment.start)} .. {clock(segment.end)[11:]} {segment.count:>7} x"
             f"{share}  median {fmt_ms(segment.median_ms):>7} ms  p90 {fmt_ms(segment.p90_ms):>7} ms"
-            f"  cost {segment.median_cost:>9.1f}  {segment.fingerprint}  {segment.signature}"
+            f"  cost {segment.median_cost:>9.1f}  {segment.fingerprint}  {segment.signature}{mode}"
         )
     flip_times = [b.start for _, b in flips]
     for delta in timeline.pgss:

@@ -64,6 +64,64 @@ class StoreIngestMixin(StoreBase):
         ).fetchone()
         return int(row[0])
 
+    def logged_executions(
+        self, since: datetime, until: datetime, target_ids: Sequence[int]
+    ) -> list[tuple[Any, ...]]:
+        """Log observations of these targets in [since, until] as the duplicate check compares
+        them: time, pid, query, parameters, fingerprint, duration, cost, shared hit and read
+        blocks; then the line and file they were read from."""
+        rows: list[tuple[Any, ...]] = self._con.execute(
+            "SELECT o.collected_at, e.pid, o.query_key, o.params, o.fingerprint, o.duration_ms, "
+            "o.total_cost, o.shared_hit, o.shared_read, e.line, f.path "
+            "FROM observations o JOIN log_entries e USING (observation_id) "
+            "JOIN log_files f USING (file_id) WHERE o.collected_at BETWEEN ? AND ? "
+            "AND list_contains(?, o.target_id)",
+            [_naive(since), _naive(until), list(target_ids)],
+        ).fetchall()
+        return rows
+
+    def latest_logged(self, target_ids: Sequence[int]) -> datetime | None:
+        """The time of these targets' latest log observation (naive UTC); None without one."""
+        row = self._con.execute(
+            "SELECT max(collected_at) FROM observations WHERE list_contains(?, target_id)",
+            [list(target_ids)],
+        ).fetchone()
+        return row[0] if row and isinstance(row[0], datetime) else None
+
+    def logged_events(self, since: datetime, until: datetime) -> list[tuple[Any, ...]]:
+        """Server events in [since, until]: time, pid, kind, subject, value, message, and
+        the log file's id."""
+        rows: list[tuple[Any, ...]] = self._con.execute(
+            "SELECT logged_at, pid, kind, subject, value, message, file_id FROM log_events "
+            "WHERE logged_at BETWEEN ? AND ?",
+            [_naive(since), _naive(until)],
+        ).fetchall()
+        return rows
+
+    def log_file_ids(self, target_ids: Sequence[int], paths: Sequence[str]) -> set[int]:
+        """The log files these targets' observations came from, and those last read at these
+        paths."""
+        rows = self._con.execute(
+            "SELECT DISTINCT e.file_id FROM log_entries e JOIN observations o "
+            "USING (observation_id) WHERE list_contains(?, o.target_id) "
+            "UNION SELECT file_id FROM log_files WHERE list_contains(?, path)",
+            [list(target_ids), list(paths)],
+        ).fetchall()
+        return {int(row[0]) for row in rows}
+
+    def forget_log_file(self, file_id: int) -> None:
+        """Remove a ledger row that has no observations or events, and its problems: a file
+        read in the wrong format, to be read anew."""
+        with self.transaction():
+            for table in ("log_entries", "log_events"):
+                used = self._con.execute(
+                    f"SELECT count(*) FROM {table} WHERE file_id = ?", [file_id]
+                ).fetchone()
+                if used and used[0]:
+                    raise ValueError(f"log file {file_id} has rows in {table}")
+            self._con.execute("DELETE FROM log_problems WHERE file_id = ?", [file_id])
+            self._con.execute("DELETE FROM log_files WHERE file_id = ?", [file_id])
+
     def log_column_types(self) -> dict[str, str]:
         """DuckDB types of the observations and log_entries columns, for log_batch_columns."""
         return {**self._types_of("observations"), **self._types_of("log_entries")}
@@ -256,7 +314,8 @@ class StoreIngestMixin(StoreBase):
         """Observations of log targets in [since, until), in time order, with pid and queryid."""
         columns = ", ".join(f"o.{c}" for c in OBSERVATION_COLUMNS)
         rows = self._con.execute(
-            f"SELECT {columns}, t.name, e.pid, e.database, e.queryid, e.settings, e.line, f.path "
+            f"SELECT {columns}, t.name, e.pid, e.database, e.queryid, e.settings, e.line, f.path, "
+            "e.generic "
             "FROM observations o JOIN targets t USING (target_id) "
             "LEFT JOIN log_entries e USING (observation_id) LEFT JOIN log_files f USING (file_id) "
             "WHERE t.source = 'log' AND ($1 IS NULL OR o.collected_at >= $1) "
