@@ -20,8 +20,10 @@ lint: bootstrap-test
 test: lint
 	$(BIN)/pytest -q
 
-# Rewrite the README's output blocks from what the code prints (make test checks them).
+# Rewrite the README's output blocks from what the code prints, and the store's schema.sql
+# and README table from the migrations (make test checks them).
 readme: bootstrap
+	$(BIN)/python scripts/store_schema.py
 	$(BIN)/python scripts/readme_outputs.py
 
 # Speed and false-alarm figures (printed, never asserted); bench_ingest.py writes a 500 MB log.

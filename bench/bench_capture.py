@@ -45,7 +45,7 @@ sys.path.insert(0, str(ROOT))
 import psycopg  # noqa: E402
 from psycopg.conninfo import make_conninfo  # noqa: E402
 
-from collectors.capture_dump import DUMP_OPTIONS  # noqa: E402
+from collectors.capture.dump import DUMP_OPTIONS  # noqa: E402
 from collectors.server_setup import prepare_servers  # noqa: E402
 from collectors.servers.embedded import EmbeddedCluster  # noqa: E402
 from collectors.servers.installations import find_installation  # noqa: E402

@@ -50,7 +50,8 @@ import detector.engine.compare  # noqa: E402
 import detector.engine.false_discoveries  # noqa: E402
 import detector.engine.pairing  # noqa: E402
 import detector.engine.verdicts  # noqa: E402
-from detector.engine.compare import CompareOptions, compare_sides  # noqa: E402
+from detector.engine.compare import compare_sides  # noqa: E402
+from detector.engine.options import CompareOptions  # noqa: E402
 from detector.model import ComparisonResult, Observation, parse_plan  # noqa: E402
 from detector.store import Store  # noqa: E402
 

@@ -29,7 +29,7 @@ import psycopg
 
 from collectors.logs.redact import REDACTED, redact_message, sets_password
 from collectors.servers.targets import redact_secrets
-from collectors.sides import Side
+from collectors.sides import LiveSide
 from detector.errors import PlanshiftError
 from detector.model.failures import QueryFailure
 from detector.model.rows import find_password
@@ -81,20 +81,20 @@ class FailureTracker:
         self._secret = sets_password(query.sql)
         self._scrub: Callable[[str], str] = redact_message if self._secret else _unchanged
 
-    def stopped(self, side: Side) -> bool:
+    def stopped(self, side: LiveSide) -> bool:
         """Whether this side no longer executes the query (its executions are skipped)."""
         mine = id(side)
         never = mine not in self._worked and self._failed[mine] >= self.limit
         return never or self._timeouts[mine] >= MAX_TIMEOUTS
 
-    def worked(self, side: Side) -> None:
+    def worked(self, side: LiveSide) -> None:
         self._worked.add(id(side))
         self._timeouts[id(side)] = 0
 
     def failed(
         self,
         exc: psycopg.Error,
-        side: Side,
+        side: LiveSide,
         sample_index: int,
         phase: str,
         params: dict[str, Any],
@@ -134,7 +134,7 @@ class FailureTracker:
             )
         )
 
-    def _params(self, params: dict[str, Any], side: Side) -> str:
+    def _params(self, params: dict[str, Any], side: LiveSide) -> str:
         """The parameters as JSON, as observations store them; a JSON string saying they were
         redacted when they may hold a password."""
         text = redact_secrets(json.dumps(params, sort_keys=True, default=str), side.server.conninfo)
@@ -142,7 +142,7 @@ class FailureTracker:
             return json.dumps(REDACTED)
         return text
 
-    def _clean(self, text: str | None, side: Side) -> str | None:
+    def _clean(self, text: str | None, side: LiveSide) -> str | None:
         """PostgreSQL's text without a password: the DSN's, any `password=...` or `user:...@`
         pattern, the constants of a statement that sets one; cut after the word when a
         password pattern survives that."""

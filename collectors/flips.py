@@ -18,7 +18,7 @@ import psycopg
 from collectors.attribution import attribute, first_difference
 from collectors.counterfactual import Budget, counterfactual
 from collectors.forcing import force_plan, rejected_costs, unforced
-from collectors.sides import RunOptions, Side
+from collectors.sides import LiveSide, RunOptions
 from detector.model import Observation, fingerprint
 from detector.model.estimates import Estimated, estimate_switch, scan_estimates
 from detector.model.sink import RunSink
@@ -33,8 +33,8 @@ MIN_SHARE_SECONDS = 2.0
 class Flip:
     """One ordered pair of sides whose plans differ at a point, and what was found."""
 
-    baseline: Side
-    candidate: Side
+    baseline: LiveSide
+    candidate: LiveSide
     point: str | None
     plans: tuple[str, str]  # the baseline's and the candidate's fingerprints where they differ
     info: dict[str, Any]
@@ -43,7 +43,7 @@ class Flip:
 def attribute_flips(
     query: Query,
     point: str | None,
-    sides: Sequence[Side],
+    sides: Sequence[LiveSide],
     observations: Sequence[Observation],
     options: RunOptions,
     measured_s: float,
@@ -178,7 +178,7 @@ def _budget(options: RunOptions, measured_s: float, left: float | None) -> Budge
     return Budget(left, basis)
 
 
-def _expected_pair_s(observations: Sequence[Observation], baseline: Side, candidate: Side) -> float:
+def _expected_pair_s(observations: Sequence[Observation], baseline: LiveSide, candidate: LiveSide) -> float:
     """A first pair's guess: the candidate's and the baseline's median measured durations."""
     total = 0.0
     for side in (baseline, candidate):

@@ -37,8 +37,8 @@ from collectors.server_setup import prepare_servers
 from collectors.server_state import ServerWatch
 from collectors.servers.targets import Server, redact_secrets
 from collectors.session import connect, reset_session
+from collectors.sides import LiveSide, side_name
 from collectors.sides import RunOptions as RunOptions  # re-exported: the run's API
-from collectors.sides import Side, side_name
 from detector.errors import PlanshiftError
 from detector.model import Observation
 from detector.model.identity import workload_query_key
@@ -86,7 +86,7 @@ def run_workload(
         host=socket.gethostname(),
         kind=options.kind,
     )
-    sides: list[Side] = []
+    sides: list[LiveSide] = []
     options = replace(options, timing=workload.timing, prime=workload.prime)
     watch = ServerWatch()  # what outlives the rollbacks on --dsn servers (server_state.py)
     monitor = None
@@ -111,7 +111,7 @@ def run_workload(
             for variant, gucs in workload.variants.items():
                 # the workload's [settings] this server takes; the variant's own win
                 gucs = {**settings[server.name], **gucs}
-                sides.append(Side(server, variant, gucs, session, eviction=eviction))
+                sides.append(LiveSide(server, variant, gucs, session, eviction=eviction))
         sessions = {id(side.connection): side.connection for side in sides}.values()
         watch.begin(servers, [conn.info.backend_pid for conn in sessions])
         for side in sides:

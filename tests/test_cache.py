@@ -79,26 +79,19 @@ def test_a_cold_execution_reads_its_pages_and_a_warm_one_does_not(
 
 
 def test_cold_on_an_embedded_cluster_also_drops_the_os_page_cache(
-    tmp_path: Path, installations: object
+    tmp_path: Path, pg18: EmbeddedCluster
 ) -> None:
+    """`pg18` skips (with how to get it) when PostgreSQL 18 is missing; the test starts its own."""
     path = tmp_path / "w.toml"
     path.write_text(
         WORKLOAD.replace("[setup]", '[[targets]]\nname = "pg18"\npostgres = "18"\n\n[setup]')
     )
     workload = load_workload(path)
     specs = resolve_target_specs(workload.targets, [], {})
-    try:
-        servers_cm = open_servers(specs)
-        servers = servers_cm.__enter__()
-    except Exception as exc:  # PostgreSQL 18 missing: the fixture-level skip says how to get it
-        pytest.skip(f"PostgreSQL 18 is not available: {exc}")
-    try:
-        with Store(tmp_path / "s.duckdb") as store:
-            run_id = run_workload(workload, servers, store, RunOptions(cache="cold"))
-            (target,) = store.targets([run_id])
-            rows = store.observations([target.target_id])
-    finally:
-        servers_cm.__exit__(None, None, None)
+    with open_servers(specs) as servers, Store(tmp_path / "s.duckdb") as store:
+        run_id = run_workload(workload, servers, store, RunOptions(cache="cold"))
+        (target,) = store.targets([run_id])
+        rows = store.observations([target.target_id])
     assert target.info["cache"]["os_page_cache"] == "dropped"
     assert target.info["cache"]["limits"] == []
     assert all(r.shared_read > 0 and r.io_read_ms > 0 for r in rows)
@@ -136,11 +129,14 @@ def test_checksums_are_a_per_target_choice_recorded_with_the_target(
     assert ("--data-checksums" in target.info["initdb_options"]) == bool(checksums)
 
 
-def test_cold_eic_comparison_on_18_names_effective_io_concurrency(tmp_path: Path) -> None:
+def test_cold_eic_comparison_on_18_names_effective_io_concurrency(
+    tmp_path: Path, pg18: EmbeddedCluster
+) -> None:
     """Seed 001 on PostgreSQL 18: the same sparse bitmap heap scan, effective_io_concurrency
     0 vs 64, cold cache: faster with prefetching, same plan and cost, and the finding says
     which setting did it."""
-    from detector.engine.compare import CompareOptions, compare_sides, resolve_side
+    from detector.engine.compare import compare_sides, resolve_side
+    from detector.engine.options import CompareOptions
 
     example = (
         Path(__file__).resolve().parent.parent / "examples" / "io-concurrency" / "workload.toml"
@@ -149,22 +145,14 @@ def test_cold_eic_comparison_on_18_names_effective_io_concurrency(tmp_path: Path
     path.write_text(example.read_text().replace("repetitions = 10", "repetitions = 20"))
     workload = load_workload(path)
     specs = resolve_target_specs(workload.targets, ["pg18"], {})
-    try:
-        servers_cm = open_servers(specs)
-        servers = servers_cm.__enter__()
-    except Exception as exc:
-        pytest.skip(f"PostgreSQL 18 is not available: {exc}")
-    try:
-        with Store(tmp_path / "s.duckdb") as store:
-            run_id = run_workload(workload, servers, store, RunOptions())
-            result = compare_sides(
-                store,
-                resolve_side(store, "eic0", run_id),
-                resolve_side(store, "eic64", run_id),
-                CompareOptions(noise_run=None),
-            )
-    finally:
-        servers_cm.__exit__(None, None, None)
+    with open_servers(specs) as servers, Store(tmp_path / "s.duckdb") as store:
+        run_id = run_workload(workload, servers, store, RunOptions())
+        result = compare_sides(
+            store,
+            resolve_side(store, "eic0", run_id),
+            resolve_side(store, "eic64", run_id),
+            CompareOptions(noise_run=None),
+        )
     (query,) = result.queries
     assert not query.plan_changed
     assert query.timing.verdict.value == "improved", query.timing.describe()
@@ -216,6 +204,7 @@ def test_io_time_is_null_when_not_measured(
     assert rows and all(r.io_read_ms is None for r in rows)
 
 
+@pytest.mark.pg
 def test_per_target_setup_compares_table_states_interleaved(tmp_path: Path) -> None:
     """Two clusters of one version, one with its table vacuumed after the load and one with
     10% of its rows updated since: the index-only scan reads the heap on the second only."""

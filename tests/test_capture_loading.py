@@ -14,7 +14,7 @@ from helpers import FreshDb
 from psycopg.conninfo import conninfo_to_dict
 
 from collectors import setup_files
-from collectors.capture_dump import DUMP_OPTIONS
+from collectors.capture.dump import DUMP_OPTIONS
 from collectors.server_setup import prepare_servers
 from collectors.servers.embedded import EmbeddedCluster
 from collectors.servers.targets import Server

@@ -12,12 +12,12 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from collectors.capture import classify, own_statement_keys
-from collectors.capture_constants import generic_text, literal_params
-from collectors.capture_dump import open_private
-from collectors.capture_params import Reservoir, aligned_values, literal
-from collectors.capture_plans import plan_values
-from collectors.capture_relations import functions_read, relations_of
+from collectors.capture.constants import generic_text, literal_params
+from collectors.capture.dump import open_private
+from collectors.capture.params import Reservoir, aligned_values, literal
+from collectors.capture.plan_values import plan_values
+from collectors.capture.relations import functions_read, relations_of
+from collectors.capture.statements import classify, own_statement_keys
 from detector.cli.app import app
 from detector.errors import PlanshiftError
 from detector.jobs.capture import private_directory

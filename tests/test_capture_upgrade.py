@@ -32,7 +32,7 @@ def source14(
 
 
 def test_a_capture_from_14_replays_on_14_and_17_with_values_and_settings(
-    source14: tuple[EmbeddedCluster, str], tmp_path: Path
+    source14: tuple[EmbeddedCluster, str], tmp_path: Path, pg17: EmbeddedCluster
 ) -> None:
     cluster, dsn = source14
     out = tmp_path / "cap"
@@ -72,8 +72,6 @@ def test_a_capture_from_14_replays_on_14_and_17_with_values_and_settings(
         ["run", str(out / "workload.toml"), "-t", "pg14", "-t", "pg17", "--store", str(store),
          "--repetitions", "3", "--warmup", "0"],
     )  # fmt: skip
-    if run.exit_code == 2 and "not found" in run.output:
-        pytest.skip(f"PostgreSQL 17 is not available: {run.output}")
     assert run.exit_code == 0, run.output
     with Store(store, read_only=True) as db:
         gucs = db._con.execute("SELECT name, gucs FROM targets ORDER BY name").fetchall()
@@ -120,7 +118,7 @@ def test_a_side_that_departs_from_production_is_named(
 
 
 def test_without_logs_the_typed_constants_replay_as_generic_plans(
-    source14: tuple[EmbeddedCluster, str], tmp_path: Path
+    source14: tuple[EmbeddedCluster, str], tmp_path: Path, pg17: EmbeddedCluster
 ) -> None:
     """No log, no values: `extract($1 FROM ...)`, `date $1`, `interval $2 month` are written as
     the casts the server parses, and their generic plans come from 14 and 17 alike."""
@@ -142,8 +140,6 @@ def test_without_logs_the_typed_constants_replay_as_generic_plans(
         app,
         ["run", str(out / "workload.toml"), "-t", "pg14", "-t", "pg17", "--store", str(store)],
     )
-    if run.exit_code == 2 and "not found" in run.output:
-        pytest.skip(f"PostgreSQL 17 is not available: {run.output}")
     assert run.exit_code == 0, run.output
     with Store(store, read_only=True) as db:
         planned = db._con.execute(

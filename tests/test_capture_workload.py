@@ -19,7 +19,7 @@ from typer.testing import CliRunner
 from collectors.servers.embedded import EmbeddedCluster
 from collectors.servers.installations import find_installation
 from detector.cli.app import app
-from detector.engine.compare import CompareOptions
+from detector.engine.options import CompareOptions
 from detector.errors import PlanshiftError
 from detector.jobs.run import compare_from_store
 from detector.jobs.workload import load_workload
@@ -149,7 +149,7 @@ def capture(source: Source, out: Path, *extra: str) -> str:
 
 
 def test_capture_writes_a_workload_that_replays_on_two_versions_with_weights(
-    source15: Source, tmp_path: Path
+    source15: Source, tmp_path: Path, pg17: EmbeddedCluster
 ) -> None:
     output = capture(source15, tmp_path / "cap", "--data", "--top", "20")
     workload = load_workload(tmp_path / "cap" / "workload.toml")
@@ -191,8 +191,6 @@ def test_capture_writes_a_workload_that_replays_on_two_versions_with_weights(
         ["run", str(workload.path), "-t", "pg15", "-t", "pg17", "--store", str(store),
          "--repetitions", "4", "--warmup", "0"],
     )  # fmt: skip
-    if run.exit_code == 2 and "not found" in run.output:
-        pytest.skip(f"PostgreSQL 17 is not available: {run.output}")
     assert run.exit_code == 0, run.output
     result = compare_from_store(store, "pg15", "pg17", None, CompareOptions())
     weights = {q.query_name: (q.baseline.calls, q.candidate.calls) for q in result.queries}

@@ -73,6 +73,7 @@ def test_rules_lists_the_catalog_and_documents_each_rule() -> None:
     assert unknown.returncode == 2 and "error:" in unknown.stderr
 
 
+@pytest.mark.pg
 def test_servers_lists_the_installations() -> None:
     result = planshift("servers")
     assert result.returncode == 0, result.stderr
@@ -135,6 +136,7 @@ def test_run_then_compare_exit_codes_and_json(
     assert "indexed, seqscan" in wrong.stderr
 
 
+@pytest.mark.pg
 @pytest.mark.parametrize(
     "signum", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP], ids=["ctrl-c", "sigterm", "sighup"]
 )
@@ -278,6 +280,7 @@ def test_no_color_and_piped_errors_are_plain() -> None:
         assert "\x1b[" not in result.stderr
 
 
+@pytest.mark.pg
 def test_piped_tables_are_not_cut_or_wrapped(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if k != "COLUMNS"}
     long_bin = tmp_path / ("x" * 120) / "bin"

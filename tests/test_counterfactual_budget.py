@@ -49,6 +49,7 @@ params = { lo = { range = [40000, 140000] } }
 """
 
 
+@pytest.mark.pg
 def test_the_counterfactual_stops_at_its_budget_and_times_one_direction(tmp_path: Path) -> None:
     options = RunOptions(counterfactual_seconds=0.7)
     forward = run_and_compare(tmp_path, WORKLOAD, "current", "proposed", options)

@@ -10,6 +10,7 @@ import duckdb
 from detector.cli.app import app
 from detector.jobs.workload import load_workload
 from detector.store import Store
+from detector.store.schema_dump import readme_tables, schema_sql
 
 ROOT = Path(__file__).resolve().parent.parent
 README = (ROOT / "README.md").read_text()
@@ -37,15 +38,20 @@ def test_readme_mentions_only_real_commands_and_all_of_them() -> None:
         assert f"planshift {command}" in README or f"make {command}" in README, command
 
 
-def test_readme_store_tables_exist(tmp_path: Path) -> None:
-    documented = set(re.findall(r"^\| `(\w+)`(?:, `(\w+)`)? \|", README, re.M))
-    names = {name for pair in documented for name in pair if name}
+def test_schema_sql_and_the_readme_store_table_are_what_the_migrations_create(
+    tmp_path: Path,
+) -> None:
+    """Both ways: every table a new store has is in the README and in schema.sql, and nothing
+    else is (`make readme` rewrites them)."""
+    schema = (ROOT / "detector" / "store" / "schema.sql").read_text()
+    assert schema == schema_sql(), "detector/store/schema.sql is not current: run `make readme`"
+    block = README[README.index("<!-- store-tables -->\n") + 22 : README.index("<!-- /store-tables")]
+    assert block == readme_tables(), "the README's store table is not current: run `make readme`"
     Store(tmp_path / "s.duckdb").close()
     with duckdb.connect(str(tmp_path / "s.duckdb"), read_only=True) as conn:
-        tables = {
-            row[0] for row in conn.execute("SELECT table_name FROM duckdb_tables()").fetchall()
-        }
-    assert names and names <= tables, names - tables
+        tables = {row[0] for row in conn.execute("SELECT table_name FROM duckdb_tables()").fetchall()}
+    assert set(re.findall(r"^\| `(\w+)` \|", block, re.M)) == tables
+    assert set(re.findall(r"^CREATE TABLE \"?(\w+)\"?\(", schema, re.M)) == tables
 
 
 def test_readme_how_it_decides_is_what_the_code_says() -> None:

@@ -137,6 +137,7 @@ def test_fresh_db_is_separate(pg15: EmbeddedCluster, fresh_db: FreshDb) -> None:
     assert row == (True,)
 
 
+@pytest.mark.pg
 def test_lifecycle_stop_removes_dir(pg15_install: Installation, base_dir: Path) -> None:
     cluster = EmbeddedCluster(pg15_install, base_dir=base_dir)
     cluster.start()
@@ -151,6 +152,7 @@ def test_lifecycle_stop_removes_dir(pg15_install: Installation, base_dir: Path) 
     cluster.stop()  # idempotent
 
 
+@pytest.mark.pg
 def test_context_manager_and_caller_settings(pg15_install: Installation, base_dir: Path) -> None:
     settings = {"work_mem": "7MB", "max_connections": "12", "application_name": "it's mine"}
     with EmbeddedCluster(pg15_install, base_dir=base_dir, settings=settings, name="ctx") as cluster:
@@ -163,6 +165,7 @@ def test_context_manager_and_caller_settings(pg15_install: Installation, base_di
     assert not cluster_dir.exists()
 
 
+@pytest.mark.pg
 def test_keep_true_keeps_dir(pg15_install: Installation, base_dir: Path) -> None:
     cluster = EmbeddedCluster(pg15_install, base_dir=base_dir, keep=True)
     cluster.start()
@@ -174,6 +177,7 @@ def test_keep_true_keeps_dir(pg15_install: Installation, base_dir: Path) -> None
     assert cluster.data_dir.exists()
 
 
+@pytest.mark.pg
 def test_start_failure_reports_log_tail(pg15_install: Installation, base_dir: Path) -> None:
     cluster = EmbeddedCluster(pg15_install, base_dir=base_dir, settings={"shared_buffers": "lots"})
     expected = 'invalid value for parameter "shared_buffers"'
@@ -184,6 +188,7 @@ def test_start_failure_reports_log_tail(pg15_install: Installation, base_dir: Pa
     assert list(base_dir.iterdir()) == []
 
 
+@pytest.mark.pg
 def test_socket_path_too_long(pg15_install: Installation, base_dir: Path) -> None:
     cluster = EmbeddedCluster(pg15_install, base_dir=base_dir / ("x" * 90))
     with pytest.raises(PlanshiftError, match="unix socket path too long"):
@@ -202,6 +207,7 @@ time.sleep(600)
 """
 
 
+@pytest.mark.pg
 def test_reap_orphans_after_owner_is_killed(base_dir: Path) -> None:
     owner = subprocess.Popen(
         [sys.executable, "-c", _CRASHING_OWNER, str(base_dir)],
@@ -223,6 +229,7 @@ def test_reap_orphans_after_owner_is_killed(base_dir: Path) -> None:
     assert reap_orphans(base_dir) == 0
 
 
+@pytest.mark.pg
 def test_reap_orphans_leaves_live_clusters(pg15_install: Installation, base_dir: Path) -> None:
     with EmbeddedCluster(pg15_install, base_dir=base_dir) as cluster:
         assert reap_orphans(base_dir) == 0
@@ -242,6 +249,7 @@ print(open(cluster.data_dir / "postmaster.pid").readline().strip(), flush=True)
 """
 
 
+@pytest.mark.pg
 def test_cluster_stopped_at_interpreter_exit(base_dir: Path) -> None:
     done = subprocess.run(
         [sys.executable, "-c", _EXITING_OWNER, str(base_dir)],
@@ -257,6 +265,7 @@ def test_cluster_stopped_at_interpreter_exit(base_dir: Path) -> None:
     assert not Path(pid_file).parent.parent.exists()
 
 
+@pytest.mark.pg
 @pytest.mark.skipif(os.geteuid() != 0, reason="only root hands the server to another user")
 def test_bindir_the_server_user_cannot_reach(pg15_install: Installation) -> None:
     private = Path(tempfile.mkdtemp(prefix="planshift-private-"))  # mode 0700, owned by root
@@ -282,6 +291,7 @@ print(cluster.cluster_dir, flush=True)
 """
 
 
+@pytest.mark.pg
 def test_servers_lists_orphans_and_clean_removes_only_them() -> None:
     """`planshift servers` shows the clusters of its base directory (<TMPDIR>/planshift-clusters,
     private here: another cluster's start would reap the orphan); `--clean` stops and removes

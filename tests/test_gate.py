@@ -161,6 +161,7 @@ params = { lo = { range = [1, 150000] }, len = { choice = [300, 3000, 30000] } }
 """
 
 
+@pytest.mark.pg
 def test_noise_floors_are_paired_for_interleaved_aa_runs(tmp_path: Path) -> None:
     """Range lengths 300-30,000 rows spread each side's timings 100x; the A/A run is interleaved,
     so its floor comes from the per-sample ratios (a few %), not from that spread."""

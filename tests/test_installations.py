@@ -199,6 +199,7 @@ def test_find_installation_missing_major_lists_what_exists(tmp_path: Path) -> No
         assert how in hint
 
 
+@pytest.mark.pg
 def test_find_installation_bad_path_and_bad_spec(tmp_path: Path) -> None:
     with pytest.raises(PlanshiftError, match="no working postgres"):
         find_installation(str(tmp_path / "nowhere"))

@@ -6,10 +6,13 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
 SCRIPT = ROOT / "scripts" / "readme_outputs.py"
 
 
+@pytest.mark.pg
 def test_readme_outputs_are_current() -> None:
     checked = subprocess.run(
         [sys.executable, str(SCRIPT), "--check"], capture_output=True, text=True, check=False

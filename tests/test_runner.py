@@ -206,7 +206,8 @@ def test_plan_count_matches_the_executions_run(
 def test_each_query_point_and_target_keeps_its_own_explain(
     tmp_path: Path, pg15: EmbeddedCluster, fresh_db: FreshDb
 ) -> None:
-    from detector.engine.compare import CompareOptions, compare_sides, resolve_side
+    from detector.engine.compare import compare_sides, resolve_side
+    from detector.engine.options import CompareOptions
 
     text = (
         WORKLOAD.split("[[queries]]")[0]
@@ -231,11 +232,11 @@ def test_rotation_gives_every_variant_the_first_turn_on_its_server() -> None:
     from collections import Counter
 
     from collectors.servers.targets import Server
-    from collectors.sides import Side, rotated
+    from collectors.sides import LiveSide, rotated
 
     servers = [Server("pg15", "", "embedded"), Server("pg18", "", "embedded")]
     sides = [
-        Side(server, variant, {}, connection=None)  # type: ignore[arg-type]
+        LiveSide(server, variant, {}, connection=None)  # type: ignore[arg-type]
         for server in servers
         for variant in ("wm1", "wm4", "wm16")
     ]

@@ -46,7 +46,7 @@ class StoredLogs(Protocol):
         self, since: datetime, until: datetime, target_ids: Sequence[int]
     ) -> list[tuple[Any, ...]]: ...
 
-    def latest_logged(self, target_ids: Sequence[int]) -> datetime | None: ...
+    def latest_log_time(self, target_ids: Sequence[int] | None = None) -> datetime | None: ...
 
     def logged_events(self, since: datetime, until: datetime) -> list[tuple[Any, ...]]: ...
 
@@ -121,8 +121,8 @@ class Duplicates:
         what this ingest stored before its latest millisecond (a log's times go forward)."""
         first = int(ticks.min())
         if self.before is None:  # what the source had before this ingest stored anything
-            latest = self.store.latest_logged(self.target_ids)
-            self.before = _micros(latest) if latest is not None else _NEVER
+            latest = self.store.latest_log_time(self.target_ids)
+            self.before = _micros(latest.replace(tzinfo=None)) if latest is not None else _NEVER
         if first <= self.before or first < self.high:
             stored = self.store.logged_executions(
                 times.min().item(), times.max().item(), self.target_ids

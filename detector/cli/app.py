@@ -24,13 +24,17 @@ class _Commands(TyperGroup):
             fail(exc.message, exc.hint)
 
 
+_value_type = getattr(TyperOption, "display_type_rich", None)
+
+
 def _flag_type(option: TyperOption, ctx: Any) -> str | None:
-    """Flags take no value: no `<bool>` beside them in --help (typer shows one for every option)."""
-    return None if option.is_flag else _value_type(option, ctx)
+    """Flags take no value: no `<bool>` beside them in --help (typer 0.29 shows one for every
+    option). typer is pinned to 0.29.x; tests/test_cli.py fails if a typer stops honouring this."""
+    return None if option.is_flag or _value_type is None else _value_type(option, ctx)
 
 
-_value_type = TyperOption.display_type_rich
-setattr(TyperOption, "display_type_rich", _flag_type)  # noqa: B010
+if _value_type is not None:
+    setattr(TyperOption, "display_type_rich", _flag_type)  # noqa: B010
 
 app = typer.Typer(
     cls=_Commands,

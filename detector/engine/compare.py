@@ -5,7 +5,7 @@ from __future__ import annotations
 import gc
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from itertools import chain, repeat
 from operator import itemgetter
 from typing import Any
@@ -22,6 +22,7 @@ from detector.engine.conditions import (
 from detector.engine.config import Suppression
 from detector.engine.counterfactuals import judged
 from detector.engine.failures import with_failures
+from detector.engine.options import CompareOptions
 from detector.engine.pairing import SidePair, pair_sides
 from detector.engine.verdicts import below_min_delta as below_min_delta  # bench/ imports it here
 from detector.engine.verdicts import plan_only_timing, query_verdicts
@@ -40,23 +41,6 @@ from detector.store import Store, TargetRecord
 from rules import RuleRunner
 
 new_comparison = builder(QueryComparison)
-
-
-@dataclass(frozen=True)
-class CompareOptions:
-    min_effect: float = 0.10
-    min_delta_ms: float = 0.01  # a median moving less than this is never a regression
-    alpha: float = 0.05
-    min_samples: int = 5
-    select: tuple[str, ...] | None = None
-    ignore: tuple[str, ...] = ()
-    rule_options: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
-    noise_floors: Mapping[str, float] = field(default_factory=dict)  # per query label
-    noise_run: int | str | None = "auto"  # A/A run giving noise floors: id, "auto" or None
-    query: str | None = None  # only this query name
-    approved: Mapping[str, frozenset[str]] | None = None  # lock file: `query [point]` -> fps
-    suppressions: tuple[Suppression, ...] = ()
-    busy_host: str = "warn"  # what verdicts a busy host put at risk become (engine/conditions.py)
 
 
 _DEFAULTS = CompareOptions()

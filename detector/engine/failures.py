@@ -13,17 +13,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import replace
-from typing import TYPE_CHECKING
 
+from detector.engine.options import CompareOptions
 from detector.engine.pairing import Plans, point_order
 from detector.engine.sides import BulkSides, production_calls, side_settings_of
 from detector.engine.windows import WindowSide
 from detector.model import QueryComparison, Side, TimingComparison, Verdict
 from detector.model.failures import Failures, QueryFailure
 from detector.store import Store, TargetRecord
-
-if TYPE_CHECKING:
-    from detector.engine.compare import CompareOptions
 
 Key = tuple[str, str | None]  # query key, sweep point
 

@@ -15,17 +15,14 @@ A/A samples are not matched by sample index (or too few) gets the two-sample flo
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import TYPE_CHECKING
 
 from detector.engine import stats
 from detector.engine.alignment import aligned
+from detector.engine.options import CompareOptions
 from detector.engine.pairing import SidePair, pair_sides
 from detector.engine.stats_paired import compare_paired
 from detector.errors import PlanshiftError
 from detector.store import Store, TargetRecord
-
-if TYPE_CHECKING:
-    from detector.engine.compare import CompareOptions
 
 NOISE_LABEL = "noise"
 AA_VARIANTS = ("aa1", "aa2")

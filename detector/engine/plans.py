@@ -12,7 +12,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from detector.engine import stats, stats_paired
-from detector.engine.compare import CompareOptions, apply_rules
+from detector.engine.compare import apply_rules
+from detector.engine.options import CompareOptions
 from detector.engine.verdicts import plan_only_timing
 from detector.errors import PlanshiftError
 from detector.model import (

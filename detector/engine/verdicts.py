@@ -6,15 +6,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import replace
-from typing import TYPE_CHECKING
 
 from detector.engine import false_discoveries, stats, stats_paired
 from detector.engine.alignment import aligned_rows
+from detector.engine.options import CompareOptions
 from detector.engine.pairing import SidePair
 from detector.model import TimingComparison, Verdict
-
-if TYPE_CHECKING:
-    from detector.engine.compare import CompareOptions
 
 
 def query_verdicts(

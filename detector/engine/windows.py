@@ -53,13 +53,12 @@ def window_side(store: Store, spec: str) -> WindowSide:
     day is on the day of the latest log)."""
     source, _, window = spec.rpartition("@") if "@" in spec.split("..")[0] else ("", "", spec)
     since_text, _, until_text = window.partition("..")
-    latest = store.log_observations()
-    if not latest:
+    reference = store.latest_log_time()
+    if reference is None:
         raise PlanshiftError(
             f"{spec!r} is a time window, but the store has no logged plans",
             "ingest auto_explain logs with `planshift ingest` first",
         )
-    reference = latest[-1].row.collected_at
     since = parse_time(since_text, reference) if since_text.strip() else None
     until = parse_time(until_text, reference) if until_text.strip() else None
     if since is not None and until is not None and since >= until:
@@ -68,7 +67,7 @@ def window_side(store: Store, spec: str) -> WindowSide:
     if not rows:
         raise PlanshiftError(
             f"no logged plans in the time window {spec!r} ({_bounds(since, until)})",
-            _span_hint(latest, source or None),
+            _span_hint(store.log_observations(), source or None),
         )
     info = {
         "window": [since.isoformat() if since else None, until.isoformat() if until else None],
@@ -76,7 +75,7 @@ def window_side(store: Store, spec: str) -> WindowSide:
     }
     version = logged_version(store, until, _files_of(store, {source or None}))
     return WindowSide(
-        WINDOW_TARGET_ID, latest[-1].row.run_id, spec, "log", version,
+        WINDOW_TARGET_ID, rows[-1].row.run_id, spec, "log", version,
         logged_settings([row.settings for row in rows]), info, since, until, source or None,
     )  # fmt: skip
 

@@ -1,10 +1,10 @@
 """`planshift capture`: a running system's workload as a workload file planshift can replay.
 
-Read-only on the source (collectors/capture.py says how): the top statements of
+Read-only on the source (collectors/capture/statements.py says how): the top statements of
 pg_stat_statements by total time, without planshift's own, monitoring, catalog reads and what
 --exclude names; their parameters from auto_explain logs when given
-(collectors/capture_params.py); production's planner settings (collectors/capture_settings.py);
-the schema and, with --data, the data from pg_dump (collectors/capture_dump.py). Written to
+(collectors/capture/params.py); production's planner settings (collectors/capture/production_settings.py);
+the schema and, with --data, the data from pg_dump (collectors/capture/dump.py). Written to
 DIR (0700 when created, every file 0600: the dump holds production rows, the workload logged
 parameter values): workload.toml, schema.sql, dump.sql (--data), coverage.txt.
 """
@@ -19,7 +19,11 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 
-from collectors.capture import (
+from collectors.capture.dump import PRIVATE_DIRECTORY, dump, open_private
+from collectors.capture.params import LoggedValues, read_logged_values
+from collectors.capture.production_settings import ProductionSettings, read_settings
+from collectors.capture.relations import relations_of as relations
+from collectors.capture.statements import (
     CAPTURE_TIMEOUT,
     IGNORED,
     SourceRead,
@@ -28,15 +32,12 @@ from collectors.capture import (
     plan_errors,
     read_source,
 )
-from collectors.capture_dump import PRIVATE_DIRECTORY, dump, open_private
-from collectors.capture_params import LoggedValues, read_logged_values
-from collectors.capture_relations import relations_of as relations
-from collectors.capture_settings import ProductionSettings, read_settings
 from collectors.servers.targets import redact_conninfo
 from detector.errors import PlanshiftError
 from detector.jobs.capture_coverage import Coverage, coverage, describe
 from detector.jobs.capture_toml import CapturedQuery, query_name, workload_toml
 from detector.jobs.workload import load_workload
+from detector.model.units import fmt_version
 
 WORKLOAD_FILE = "workload.toml"
 SCHEMA_FILE = "schema.sql"
@@ -259,7 +260,7 @@ def _workload_text(report: CaptureReport, options: CaptureOptions) -> str:
         for name, value in sorted(found.not_carried.items())
     ]
     source = report.source
-    version = f"{source.server_version_num // 10000}.{source.server_version_num % 10000}"
+    version = fmt_version(source.server_version_num)
     capture = {
         "source": f"PostgreSQL {version}, database {source.database}",
         "coverage": report.coverage.headline,
@@ -286,7 +287,7 @@ def _workload_text(report: CaptureReport, options: CaptureOptions) -> str:
 
 def _header(report: CaptureReport, options: CaptureOptions) -> list[str]:
     source = report.source
-    version = f"{source.server_version_num // 10000}.{source.server_version_num % 10000}"
+    version = fmt_version(source.server_version_num)
     taken = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
     major = source.server_version_num // 10000
     lines = [

@@ -5,13 +5,13 @@ from __future__ import annotations
 
 from detector.jobs.capture import CaptureOptions, CaptureReport
 from detector.jobs.capture_coverage import describe
-from detector.model.units import counted
+from detector.model.units import counted, fmt_version
 
 
 def summary(report: CaptureReport, options: CaptureOptions) -> list[str]:
     lines: list[str] = []
     source = report.source
-    version = f"{source.server_version_num // 10000}.{source.server_version_num % 10000}"
+    version = fmt_version(source.server_version_num)
     lines.append(
         f"captured {len(report.queries)} queries of database {source.database} "
         f"(PostgreSQL {version}) into {report.workload}"

@@ -6,7 +6,7 @@ weight (`calls`, `mean_ms`), the pg_stat_statements text with each $n turned int
 placeholder fed by a `values` generator (all generators of a query cycle in step, so sample i
 replays the parameters of one logged execution), or `generic_plan = true` with the $n kept
 when no execution's parameters were seen (a $n where the grammar wants a literal, `date $1`,
-written as the cast the server parses: collectors/capture_constants.py). Production's planner
+written as the cast the server parses: collectors/capture/constants.py). Production's planner
 settings go to [settings], what the capture saw of production to [capture].
 """
 
@@ -21,7 +21,7 @@ from typing import Any
 
 from pglast import parser as pg_parser
 
-from collectors.capture_constants import generic_text, literal_params
+from collectors.capture.constants import generic_text, literal_params
 
 INT64 = (-(2**63), 2**63 - 1)
 

@@ -12,9 +12,10 @@ from rich.console import Console
 from collectors.host import calibrate
 from collectors.servers.targets import resolve_target_specs
 from detector.engine.approvals import ApprovedPlan, read_approvals, write_approvals
-from detector.engine.compare import CompareOptions, resolve_side
+from detector.engine.compare import resolve_side
 from detector.engine.config import BUSY_HOST_MODES, Config
 from detector.engine.noise import AA_VARIANTS, noise_floors, noise_label
+from detector.engine.options import CompareOptions
 from detector.errors import PlanshiftError
 from detector.jobs.workload import load_workload
 from detector.model.host import HostBaseline, summarize

@@ -5,7 +5,6 @@ from __future__ import annotations
 import functools
 import socket
 from collections.abc import Sequence
-from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -24,7 +23,7 @@ from detector.engine.timeline_top import TopQueries, check_order, top_from_logs,
 from detector.errors import PlanshiftError
 from detector.jobs.progress import progress_bar
 from detector.model.identity import text_query_key
-from detector.model.units import counted
+from detector.model.units import counted, fmt_version
 from detector.reports.timeline_terminal import render_timeline
 from detector.reports.timeline_top import top_lines
 from detector.store import Store
@@ -234,7 +233,7 @@ def show_timeline(
     if not store_path.exists():
         raise PlanshiftError(f"store {store_path} does not exist", "run `planshift ingest` first")
     with Store(store_path, read_only=True) as store:
-        reference = _latest_log_time(store)
+        reference = store.latest_log_time()
         start = parse_time(since, reference) if since else None
         end = parse_time(until, reference) if until else None
         timelines = build_timeline(store, query=query, since=start, until=end, source=source)
@@ -266,7 +265,7 @@ def show_top(
     if not store_path.exists():
         raise PlanshiftError(f"store {store_path} does not exist", "run `planshift ingest` first")
     with Store(store_path, read_only=True) as store:
-        reference = _latest_log_time(store)
+        reference = store.latest_log_time()
         start = parse_time(since, reference) if since else None
         end = parse_time(until, reference) if until else None
         rows = store.log_observations(start, end, None, source)
@@ -281,11 +280,6 @@ def show_top(
     for line in top_lines(top):
         console.print(line, markup=False, highlight=False, soft_wrap=True)
     return top
-
-
-def _latest_log_time(store: Store) -> datetime | None:
-    rows = store.log_observations()
-    return rows[-1].row.collected_at if rows else None
 
 
 def attach_pgss(timelines: Sequence[QueryTimeline], deltas: Sequence[PgssDelta]) -> None:
@@ -322,7 +316,7 @@ def setup_check(*, dsn: str, console: Console) -> list[Check]:
             check.status,
             check.why,
         )
-    console.print(f"PostgreSQL {version // 10000}.{version % 10000}", markup=False)
+    console.print(f"PostgreSQL {fmt_version(version)}", markup=False)
     console.print(table)
     snippet = config_snippet(checks)
     if snippet:

@@ -14,7 +14,6 @@ from typing import Any
 
 import numpy as np
 
-from detector.errors import PlanshiftError
 from detector.model.log_rows import (
     LedgerUpdate,
     LogBatchColumns,
@@ -29,7 +28,8 @@ from detector.model.records import (
     utc_now,
 )
 from detector.model.rows import PLAN_COLUMNS, PLAN_NODE_COLUMNS, NewPlan
-from detector.store.reads import StoreBase, _observation_row
+from detector.store.base import StoreBase
+from detector.store.reads import _observation_row
 
 _LEDGER_COLUMNS = (
     "file_id, path, format, compressed, head_len, head_sha256, resume_offset, resume_line, "
@@ -79,14 +79,6 @@ class StoreIngestMixin(StoreBase):
             [_naive(since), _naive(until), list(target_ids)],
         ).fetchall()
         return rows
-
-    def latest_logged(self, target_ids: Sequence[int]) -> datetime | None:
-        """The time of these targets' latest log observation (naive UTC); None without one."""
-        row = self._con.execute(
-            "SELECT max(collected_at) FROM observations WHERE list_contains(?, target_id)",
-            [list(target_ids)],
-        ).fetchone()
-        return row[0] if row and isinstance(row[0], datetime) else None
 
     def logged_events(self, since: datetime, until: datetime) -> list[tuple[Any, ...]]:
         """Server events in [since, until]: time, pid, kind, subject, value, message, and
@@ -340,14 +332,6 @@ class StoreIngestMixin(StoreBase):
             int(sid): (dealloc, from_utc_naive(reset) if reset is not None else None)
             for sid, dealloc, reset in rows.fetchall()
         }
-
-    def targets_named(self, name: str) -> list[int]:
-        rows = self._con.execute(
-            "SELECT target_id FROM targets WHERE name = ? ORDER BY target_id", [name]
-        ).fetchall()
-        if not rows:
-            raise PlanshiftError(f"no target named {name!r} in the store")
-        return [int(row[0]) for row in rows]
 
 
 def _naive(moment: Any) -> Any:

@@ -8,9 +8,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from contextlib import AbstractContextManager
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
 from detector.errors import PlanshiftError
@@ -24,26 +22,11 @@ from detector.model.records import (
     TargetRecord,
     from_utc_naive,
 )
+from detector.store.base import StoreBase
 
 _RUN_COLUMNS = "run_id, label, started_at, finished_at, status, tool_version, workload_hash, host"
 _TARGET_COLUMNS = "target_id, run_id, name, source, server_version_num, gucs, info"
 _PLAN_COLUMNS = "fingerprint, signature, shape, plan_json, first_seen"
-
-
-class StoreBase:
-    """What the store mixins need from `Store`: the connection, transactions, batched inserts."""
-
-    _con: Any
-    path: Path
-
-    def transaction(self) -> AbstractContextManager[None]:
-        raise NotImplementedError
-
-    def _insert_rows(self, table: str, names: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
-        raise NotImplementedError
-
-    def _types_of(self, table: str) -> dict[str, str]:
-        raise NotImplementedError
 
 
 class StoreReadsMixin(StoreBase):
@@ -65,10 +48,13 @@ class StoreReadsMixin(StoreBase):
         ).fetchone()
         return int(row[0]) if row else None
 
-    def latest_log_time(self) -> datetime | None:
-        """When the last logged execution ran (UTC): what a time of day alone refers to."""
+    def latest_log_time(self, target_ids: Sequence[int] | None = None) -> datetime | None:
+        """When the last logged execution (of these log targets) ran, in UTC: what a time of
+        day alone refers to, and where a log's new entries start."""
         row = self._con.execute(
-            "SELECT max(collected_at) FROM observations WHERE source = 'log'"
+            "SELECT max(collected_at) FROM observations WHERE source = 'log' "
+            "AND ($1 IS NULL OR list_contains($1, target_id))",
+            [None if target_ids is None else list(target_ids)],
         ).fetchone()
         return row[0].replace(tzinfo=UTC) if row and row[0] is not None else None
 

@@ -2,7 +2,7 @@
 
 An auto_explain entry shows what one execution ran with: bound parameters in `Query
 Parameters` (16+, extended protocol), constants in the query text itself (simple protocol),
-or before 16 the literals in a custom plan's conditions (collectors/capture_plans.py). Its
+or before 16 the literals in a custom plan's conditions (collectors/capture/plan_values.py). Its
 query key (the parse-tree fingerprint, which ignores constants) finds the pg_stat_statements
 entry it belongs to; then the two texts are lexed and walked token by
 token: each $n of pg_stat_statements meets a constant of the logged text (a `-` sign
@@ -23,7 +23,7 @@ from typing import Any
 
 from pglast import parser as pg_parser
 
-from collectors.capture_plans import literal, plan_values
+from collectors.capture.plan_values import literal, plan_values
 from collectors.logs.autoexplain import IngestOptions, check_log
 from collectors.logs.formats import Position, detect_format, open_log
 from collectors.logs.plans import EntryError, read_entry

@@ -26,8 +26,8 @@ from pglast import ast, parse_sql
 from pglast import parser as pg_parser
 
 from collectors.attribution import PLAN_ONLY
-from collectors.capture_relations import RELATIONS_SQL, check_relations, walk
-from collectors.capture_settings import SETTINGS_SQLS
+from collectors.capture.production_settings import SETTINGS_SQLS
+from collectors.capture.relations import RELATIONS_SQL, check_relations, walk
 from collectors.counterfactual import MEASURED
 from collectors.generic_plans import GENERIC_EXPLAIN, PREPARED_NAME, generic_plan
 from collectors.pgss import COLUMNS_SQL, INFO_SQL, VIEW_SQL, read_pgss

@@ -4,7 +4,7 @@
 `interval '3' month` as `interval $3 month`, `timestamp(3) '...'` as `timestamp(3) $1`: texts
 PostgreSQL's own parser refuses (pglast reads them: libpg_query accepts a $n there, for
 exactly this). With values from a log the $n become literals again and the text is what
-production ran (collectors/capture_params.py reads a keyword such as `year` too). Without
+production ran (collectors/capture/params.py reads a keyword such as `year` too). Without
 values, the statement is replayed as its generic plan, from a text the server parses and that
 means the same with a parameter: `CAST($1 AS date)`, `CAST($3 AS interval month)`,
 `pg_catalog.extract($1::text, d)` (the function EXTRACT has called since PostgreSQL 14).
