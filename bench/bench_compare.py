@@ -46,12 +46,12 @@ import duckdb
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-import detector.engine.compare  # noqa: E402
+import detector.engine.comparison.compare  # noqa: E402
+import detector.engine.comparison.query_pairs  # noqa: E402
+import detector.engine.comparison.verdicts  # noqa: E402
 import detector.engine.false_discoveries  # noqa: E402
-import detector.engine.pairing  # noqa: E402
-import detector.engine.verdicts  # noqa: E402
-from detector.engine.compare import compare_sides  # noqa: E402
-from detector.engine.options import CompareOptions  # noqa: E402
+from detector.engine.comparison.compare import compare_sides  # noqa: E402
+from detector.engine.comparison.options import CompareOptions  # noqa: E402
 from detector.model import ComparisonResult, Observation, parse_plan  # noqa: E402
 from detector.store import Store  # noqa: E402
 
@@ -60,13 +60,13 @@ PHASE_OF = {  # (module, attribute): phase; time of nested phases is not counted
     (Store, "grouped_samples"): "read",
     (Store, "plan_examples"): "read",
     (Store, "query_texts"): "read",
-    (detector.engine.compare, "pair_sides"): "pairing/build",
-    (detector.engine.compare, "timing_verdicts"): "stats",  # before verdicts.py
-    (detector.engine.verdicts, "timing_verdicts"): "stats",
+    (detector.engine.comparison.compare, "pair_sides"): "pairing/build",
+    (detector.engine.comparison.compare, "timing_verdicts"): "stats",  # before verdicts.py
+    (detector.engine.comparison.verdicts, "timing_verdicts"): "stats",
     (detector.engine.false_discoveries, "control_false_discoveries"): "BH",
     (detector.engine.false_discoveries, "control_own_false_discoveries"): "BH",
-    (detector.engine.compare, "compared"): "pairing/build",
-    (detector.engine.compare, "apply_rules"): "rules",
+    (detector.engine.comparison.compare, "compared"): "pairing/build",
+    (detector.engine.comparison.compare, "apply_rules"): "rules",
 }
 
 

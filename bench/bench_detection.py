@@ -61,14 +61,14 @@ sys.path.insert(0, str(ROOT))
 from collectors.runner import RunOptions, run_workload  # noqa: E402
 from collectors.servers.targets import Server, open_servers, resolve_target_specs  # noqa: E402
 from detector.engine import false_discoveries, stats, stats_paired  # noqa: E402
-from detector.engine.compare import (  # noqa: E402
+from detector.engine.comparison.compare import (  # noqa: E402
     CompareOptions,
     aligned,
     below_min_delta,
     compare_sides,
     resolve_side,
 )
-from detector.engine.pairing import SidePair  # noqa: E402
+from detector.engine.comparison.query_pairs import SidePair  # noqa: E402
 from detector.jobs.workload import load_workload  # noqa: E402
 from detector.model import ComparisonResult, QueryComparison, TimingComparison, Verdict  # noqa: E402
 from detector.model.workload import Workload  # noqa: E402

@@ -27,8 +27,8 @@ sys.path.insert(0, str(ROOT))
 
 from collectors.runner import RunOptions, run_workload  # noqa: E402
 from collectors.servers.targets import open_servers, resolve_target_specs  # noqa: E402
-from detector.engine.compare import compare_sides, resolve_side  # noqa: E402
-from detector.engine.options import CompareOptions  # noqa: E402
+from detector.engine.comparison.compare import compare_sides, resolve_side  # noqa: E402
+from detector.engine.comparison.options import CompareOptions  # noqa: E402
 from detector.jobs.workload import load_workload  # noqa: E402
 from detector.model import Verdict  # noqa: E402
 from detector.model.workload import Query  # noqa: E402

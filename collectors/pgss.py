@@ -3,7 +3,7 @@
 Columns differ by version (13: total_exec_time, plans; 14: toplevel, pg_stat_statements_info;
 17: shared_blk_read_time instead of blk_read_time): the reader asks the view which columns it
 has. Deltas between snapshots, with resets and evictions, are computed when reading
-(`detector.engine.timeline.pgss_deltas`).
+(`detector.engine.timeline.build.pgss_deltas`).
 """
 
 from __future__ import annotations

@@ -22,18 +22,18 @@ from typing import TYPE_CHECKING, Any
 from detector.version import __version__
 
 if TYPE_CHECKING:
-    from detector.engine.options import CompareOptions
-    from detector.engine.plans import compare_plans
-    from detector.engine.store_compare import compare
+    from detector.engine.comparison.options import CompareOptions
+    from detector.engine.comparison.plan_documents import compare_plans
+    from detector.engine.comparison.store_compare import compare
     from detector.errors import PlanshiftError
     from detector.jobs.workload import load_workload
     from detector.model import ComparisonResult, Finding, QueryComparison
     from detector.store import Store
 
 _API = {
-    "compare_plans": "detector.engine.plans",
-    "compare": "detector.engine.store_compare",
-    "CompareOptions": "detector.engine.options",
+    "compare_plans": "detector.engine.comparison.plan_documents",
+    "compare": "detector.engine.comparison.store_compare",
+    "CompareOptions": "detector.engine.comparison.options",
     "Store": "detector.store",
     "load_workload": "detector.jobs.workload",
     "PlanshiftError": "detector.errors",

@@ -175,7 +175,7 @@ def _rows(value: float) -> str:
 
 def counterfactual_text(timed: Mapping[str, Any] | None) -> str:
     """`; the rejected plan, timed on the candidate (random_page_cost = 4): 1.25x faster ...`,
-    worded by the verdict of its pairs (detector/engine/counterfactuals.py)."""
+    worded by the verdict of its pairs (detector/engine/comparison/counterfactuals.py)."""
     if not timed:
         return ""
     if timed.get("reason"):

@@ -28,7 +28,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 from chromium import screenshot  # noqa: E402
 
-from detector.engine.options import CompareOptions  # noqa: E402
+from detector.engine.comparison.options import CompareOptions  # noqa: E402
 from detector.jobs.run import census_from_store, compare_from_store  # noqa: E402
 from detector.model import Severity  # noqa: E402
 from detector.reports import render  # noqa: E402

@@ -24,9 +24,9 @@ from collectors.servers.binaries import SUPPORTED_MAJORS
 from collectors.servers.embedded import EmbeddedCluster
 from collectors.servers.targets import open_servers, resolve_target_specs
 from detector.engine import stats, stats_paired
-from detector.engine.compare import compare_sides, resolve_side
-from detector.engine.options import CompareOptions
-from detector.engine.plans import side_of
+from detector.engine.comparison.compare import compare_sides, resolve_side
+from detector.engine.comparison.options import CompareOptions
+from detector.engine.comparison.plan_documents import side_of
 from detector.jobs.workload import load_workload
 from detector.model import (
     ComparisonResult,

@@ -39,6 +39,7 @@ params = { a = { range = [1, 150000] } }
 """
 
 
+@pytest.mark.pg
 def test_a_version_flip_no_setting_explains_is_the_planner_s(tmp_path: Path) -> None:
     for major in (17, 18):
         try:

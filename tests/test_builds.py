@@ -131,6 +131,7 @@ def _other_builder() -> Installation:
     return others[0]
 
 
+@pytest.mark.pg
 def test_a_server_of_another_builder_gets_the_caveat(tmp_path: Path) -> None:
     other = _other_builder()
     ours(other.major)

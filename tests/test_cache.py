@@ -135,8 +135,8 @@ def test_cold_eic_comparison_on_18_names_effective_io_concurrency(
     """Seed 001 on PostgreSQL 18: the same sparse bitmap heap scan, effective_io_concurrency
     0 vs 64, cold cache: faster with prefetching, same plan and cost, and the finding says
     which setting did it."""
-    from detector.engine.compare import compare_sides, resolve_side
-    from detector.engine.options import CompareOptions
+    from detector.engine.comparison.compare import compare_sides, resolve_side
+    from detector.engine.comparison.options import CompareOptions
 
     example = (
         Path(__file__).resolve().parent.parent / "examples" / "io-concurrency" / "workload.toml"

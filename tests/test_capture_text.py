@@ -17,7 +17,7 @@ from collectors.capture.dump import open_private
 from collectors.capture.params import Reservoir, aligned_values, literal
 from collectors.capture.plan_values import plan_values
 from collectors.capture.relations import functions_read, relations_of
-from collectors.capture.statements import classify, own_statement_keys
+from collectors.capture.workload_statements import classify, own_statement_keys
 from detector.cli.app import app
 from detector.errors import PlanshiftError
 from detector.jobs.capture import private_directory

@@ -19,7 +19,7 @@ from typer.testing import CliRunner
 from collectors.servers.embedded import EmbeddedCluster
 from collectors.servers.installations import find_installation
 from detector.cli.app import app
-from detector.engine.options import CompareOptions
+from detector.engine.comparison.options import CompareOptions
 from detector.errors import PlanshiftError
 from detector.jobs.run import compare_from_store
 from detector.jobs.workload import load_workload

@@ -32,6 +32,7 @@ def test_every_schema_is_a_valid_schema(path: Path) -> None:
     jsonschema.Draft202012Validator.check_schema(json.loads(path.read_text()))
 
 
+@pytest.mark.pg
 def test_servers_json_lists_each_major_with_its_build() -> None:
     listed = document("servers", "servers")
     servers = listed["servers"]

@@ -55,7 +55,7 @@ def test_schema_sql_and_the_readme_store_table_are_what_the_migrations_create(
 
 
 def test_readme_how_it_decides_is_what_the_code_says() -> None:
-    from detector.engine.compare import HOW_IT_DECIDES
+    from detector.engine.comparison.compare import HOW_IT_DECIDES
 
     readme = (ROOT / "README.md").read_text()
     start = readme.index("<!-- how-it-decides:")

@@ -307,6 +307,7 @@ def measuring_backend(conninfo: str, deadline: float) -> int:
     raise AssertionError("the run never started measuring")
 
 
+@pytest.mark.pg
 def test_postgresql_killed_mid_run_keeps_the_failed_run_and_a_rerun_completes(
     tmp_path: Path, crashing: EmbeddedCluster
 ) -> None:

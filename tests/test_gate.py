@@ -8,8 +8,8 @@ import pytest
 from helpers import FORCED_PLANS_WORKLOAD, FreshDb, planshift
 
 from collectors.servers.embedded import EmbeddedCluster
-from detector.engine.approvals import read_approvals
-from detector.engine.config import load_config, parse_config
+from detector.engine.comparison.approvals import read_approvals
+from detector.engine.comparison.config import load_config, parse_config
 from detector.errors import PlanshiftError
 from detector.jobs.gate import parse_rule_option
 
@@ -166,8 +166,8 @@ def test_noise_floors_are_paired_for_interleaved_aa_runs(tmp_path: Path) -> None
     """Range lengths 300-30,000 rows spread each side's timings 100x; the A/A run is interleaved,
     so its floor comes from the per-sample ratios (a few %), not from that spread."""
     from detector.engine import stats
-    from detector.engine.noise import noise_floors
-    from detector.engine.pairing import pair_sides
+    from detector.engine.comparison.noise import noise_floors
+    from detector.engine.comparison.query_pairs import pair_sides
     from detector.store import Store
 
     (tmp_path / "w.toml").write_text(VARIED_WORKLOAD)

@@ -9,8 +9,8 @@ from helpers import FreshDb
 
 from collectors.runner import RunOptions, run_workload
 from collectors.servers.targets import open_servers, resolve_target_specs
-from detector.engine.compare import compare_sides, resolve_side
-from detector.engine.options import CompareOptions
+from detector.engine.comparison.compare import compare_sides, resolve_side
+from detector.engine.comparison.options import CompareOptions
 from detector.jobs.workload import load_workload
 from detector.model import Verdict
 from detector.store import Store

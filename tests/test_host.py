@@ -14,8 +14,8 @@ from helpers import new_run
 
 import collectors.host as host_module
 from collectors.host import HostMonitor, Probe, is_local, read_host
-from detector.engine.conditions import not_comparable
-from detector.engine.config import parse_config
+from detector.engine.comparison.conditions import not_comparable
+from detector.engine.comparison.config import parse_config
 from detector.errors import PlanshiftError
 from detector.model.host import BUSY, HostBaseline, HostConditions, HostSample, summarize
 from detector.model.records import TargetRecord

@@ -17,8 +17,8 @@ from collectors.logs import parallel as log_parallel
 from collectors.logs.autoexplain import IngestOptions, LogIngest
 from collectors.logs.events import event_of, plan_settings
 from detector.cli.app import app
-from detector.engine.timeline import build_timeline
-from detector.engine.timeline_causes import event_cause, settings_diff, version_changes
+from detector.engine.timeline.build import build_timeline
+from detector.engine.timeline.causes import event_cause, settings_diff, version_changes
 from detector.model.log_rows import LogEventRow
 from detector.store import Store
 
@@ -227,8 +227,8 @@ def test_compare_of_two_windows_names_the_settings_and_events_between(tmp_path: 
     type, never a target of the store."""
     import jsonschema
 
-    from detector.engine.compare import compare_sides, resolve_side
-    from detector.engine.windows import WindowSide
+    from detector.engine.comparison.compare import compare_sides, resolve_side
+    from detector.engine.comparison.windows import WindowSide
 
     store = tmp_path / "s.duckdb"
     ingest(store, EVENTS / "pg.log")

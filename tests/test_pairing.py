@@ -9,10 +9,10 @@ from pathlib import Path
 
 import numpy as np
 
-from detector.engine.alignment import aligned, aligned_rows
-from detector.engine.pairing import SidePair
-from detector.engine.segments import offsets
-from detector.engine.sides import _windows
+from detector.engine.comparison.alignment import aligned, aligned_rows
+from detector.engine.comparison.bulk_sides import _windows
+from detector.engine.comparison.query_pairs import SidePair
+from detector.engine.comparison.segments import offsets
 from detector.engine.stats_paired import compare_paired_batch, compare_paired_rows
 from detector.model import PlanVariant, Side, parse_plan
 from detector.model.comparison import Samples

@@ -15,7 +15,7 @@ from collectors.pgss import read_as_json, read_from_json, read_pgss
 from collectors.servers.embedded import EmbeddedCluster
 from collectors.servers.installations import find_installation
 from detector.cli.app import app
-from detector.engine.timeline import PgssDelta, store_pgss_deltas
+from detector.engine.timeline.build import PgssDelta, store_pgss_deltas
 from detector.errors import PlanshiftError
 from detector.jobs.ingest import store_snapshot, take_snapshot
 from detector.store import Store

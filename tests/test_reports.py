@@ -128,7 +128,7 @@ def test_crossings_interpolate_on_log_axes() -> None:
 
 
 def test_findings_of_sweep_points_go_to_their_point() -> None:
-    from detector.engine.options import CompareOptions
+    from detector.engine.comparison.options import CompareOptions
     from detector.jobs.run import compare_from_store
 
     result = compare_from_store(STORE, "current", "proposed", None, CompareOptions())
@@ -212,7 +212,7 @@ def test_html_renders_odd_results() -> None:
     """No timings on a side, a sweep with non-numeric points, no findings: still a full page."""
     from dataclasses import replace
 
-    from detector.engine.options import CompareOptions
+    from detector.engine.comparison.options import CompareOptions
     from detector.jobs.run import compare_from_store
     from detector.reports import render
 

@@ -19,7 +19,7 @@ import jsonschema
 import pytest
 from helpers import COMMITTED, fixed_store
 
-from detector.engine.options import CompareOptions
+from detector.engine.comparison.options import CompareOptions
 from detector.jobs.run import compare_from_store
 from detector.model import ComparisonResult, Severity
 from detector.reports import FORMATS, render

@@ -40,7 +40,7 @@ STORE = fixed_store()
 
 @pytest.fixture(scope="module")
 def result() -> ComparisonResult:
-    from detector.engine.options import CompareOptions
+    from detector.engine.comparison.options import CompareOptions
     from detector.jobs.run import compare_from_store
 
     return compare_from_store(STORE, "current", "proposed", None, CompareOptions())
@@ -259,7 +259,7 @@ def test_the_reports_census_is_a_plan_diagram(dom: Element, result: ComparisonRe
 
 @needs_chromium
 def test_chromium_renders_the_census_page(tmp_path: Path) -> None:
-    from detector.engine.options import CompareOptions
+    from detector.engine.comparison.options import CompareOptions
     from detector.jobs.run import census_from_store, compare_from_store
     from detector.reports.census_html import render_census_html
 

@@ -23,7 +23,7 @@ from rich.console import Console
 from typer.testing import CliRunner
 
 from detector.cli.app import app
-from detector.engine.options import CompareOptions
+from detector.engine.comparison.options import CompareOptions
 from detector.jobs.run import census_from_store, compare_from_store
 from detector.model import ComparisonResult, Severity
 from detector.reports import FORMATS, render, render_terminal_text

@@ -2,7 +2,7 @@
 
 A case file gives the two sides of one query: captured plan fixtures (EXPLAIN JSON from a
 real server, tests/fixtures/plans/pg*/*.json) with sample counts, and the measured
-durations. The harness builds the `QueryComparison` the way `detector.engine.compare` does
+durations. The harness builds the `QueryComparison` the way `detector.engine.comparison.compare` does
 (timing statistics from `detector.engine.stats`), runs every rule, and checks that the codes in
 `expect` fire, that the rule under test fires only when expected, and its severity.
 

@@ -244,7 +244,7 @@ def test_near_tie_compares_the_costs_of_the_same_parameters() -> None:
 def test_same_plan_slower_names_server_level_settings() -> None:
     """What pairing gives the rules: the recorded server settings overlaid with the variant's
     GUCs, so io_method and shared_buffers are named beside effective_io_concurrency."""
-    from detector.engine.pairing import side_settings_of
+    from detector.engine.comparison.query_pairs import side_settings_of
     from detector.model import QueryComparison, TimingComparison, Verdict
     from detector.model.records import TargetRecord
     from rules import RuleRunner

@@ -206,8 +206,8 @@ def test_plan_count_matches_the_executions_run(
 def test_each_query_point_and_target_keeps_its_own_explain(
     tmp_path: Path, pg15: EmbeddedCluster, fresh_db: FreshDb
 ) -> None:
-    from detector.engine.compare import compare_sides, resolve_side
-    from detector.engine.options import CompareOptions
+    from detector.engine.comparison.compare import compare_sides, resolve_side
+    from detector.engine.comparison.options import CompareOptions
 
     text = (
         WORKLOAD.split("[[queries]]")[0]

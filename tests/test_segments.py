@@ -1,11 +1,11 @@
-"""detector.engine.segments: batched medians and percentiles equal the one-sample functions, bit for bit."""
+"""detector.engine.comparison.segments: batched medians and percentiles equal the one-sample functions, bit for bit."""
 
 from __future__ import annotations
 
 import numpy as np
 
 from detector.engine import stats
-from detector.engine.segments import offsets, segment_quantiles
+from detector.engine.comparison.segments import offsets, segment_quantiles
 
 
 def test_segment_quantiles_match_timing_stats_and_numpy() -> None:

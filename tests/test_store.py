@@ -501,7 +501,7 @@ def test_a_run_whose_process_is_gone_is_marked_failed_on_open(tmp_path: Path) ->
 
 
 def test_a_run_s_kind_not_its_label_makes_it_an_a_a_run(tmp_path: Path) -> None:
-    from detector.engine.noise import latest_noise_run, noise_label
+    from detector.engine.comparison.noise import latest_noise_run, noise_label
 
     with Store(tmp_path / "s.duckdb") as store:
         runs = {}

@@ -19,9 +19,9 @@ from typer.testing import CliRunner
 
 from collectors.servers.installations import find_installation
 from detector.cli.app import app
-from detector.engine.compare import compare_sides, resolve_side
+from detector.engine.comparison.compare import compare_sides, resolve_side
 from detector.engine.stats import timing_stats
-from detector.engine.timeline import build_timeline, parse_time, store_pgss_deltas
+from detector.engine.timeline.build import build_timeline, parse_time, store_pgss_deltas
 from detector.errors import PlanshiftError
 from detector.jobs.ingest import take_snapshot
 from detector.model import Verdict

@@ -14,9 +14,9 @@ from rich.console import Console
 from typer.testing import CliRunner
 
 from detector.cli.app import app
-from detector.engine.compare import compare_sides, resolve_side, settings_diff
-from detector.engine.plan_mix import mix_text, plan_mix_shifts
-from detector.engine.timeline import build_timeline
+from detector.engine.comparison.compare import compare_sides, resolve_side, settings_diff
+from detector.engine.comparison.plan_mix import mix_text, plan_mix_shifts
+from detector.engine.timeline.build import build_timeline
 from detector.errors import PlanshiftError
 from detector.model import ComparisonResult, Verdict
 from detector.reports.common import is_quiet

@@ -142,6 +142,7 @@ def compare_json(store: Path, baseline: str, candidate: str) -> dict[str, Any]:
     return document
 
 
+@pytest.mark.pg
 def test_census_has_every_target_and_point(store: Path, versions: Sequence[str]) -> None:
     from detector.jobs.run import census_from_store
 
@@ -159,6 +160,7 @@ def test_census_has_every_target_and_point(store: Path, versions: Sequence[str])
         assert point in text
 
 
+@pytest.mark.pg
 def test_every_version_switches_to_bitmap_heap_scan(store: Path, versions: Sequence[str]) -> None:
     from detector.jobs.run import census_from_store
 
@@ -177,6 +179,7 @@ def test_every_version_switches_to_bitmap_heap_scan(store: Path, versions: Seque
         assert f"{target} switches between N=400 and N=3000" in text
 
 
+@pytest.mark.pg
 def test_version_comparison_names_the_switch_point_of_each_version(
     store: Path, versions: Sequence[str]
 ) -> None:
@@ -203,6 +206,7 @@ def test_version_comparison_names_the_switch_point_of_each_version(
     assert f"{new} switches between N=400 and N=3000" in text
 
 
+@pytest.mark.pg
 def test_same_version_aa_reports_no_plan_change_and_no_regression(aa_store: Path) -> None:
     for baseline, candidate in (("aa1", "aa2"), ("aa2", "aa1")):
         document = compare_json(aa_store, baseline, candidate)

@@ -51,7 +51,7 @@ def noise(
     """A/A calibration: run one variant twice, interleaved; compare uses the noise floors."""
     from rich.table import Table
 
-    from detector.engine.pairing import point_order
+    from detector.engine.comparison.query_pairs import point_order
     from detector.jobs.gate import run_noise
 
     def label_order(label: str) -> tuple[str, tuple[int, float, str]]:

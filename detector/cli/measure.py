@@ -231,7 +231,7 @@ def compare(
     ] = None,
 ) -> None:
     """Compare two sides query by query; exit 1 when findings reach --fail-on."""
-    from detector.engine.config import load_config
+    from detector.engine.comparison.config import load_config
     from detector.jobs.gate import compare_options
     from detector.jobs.lake import store_or_lake
     from detector.jobs.run import compare_and_report

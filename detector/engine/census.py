@@ -12,7 +12,7 @@ from collections import Counter, defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from detector.engine.pairing import point_order
+from detector.engine.comparison.query_pairs import point_order
 from detector.model import QueryComparison
 from detector.store import Store, TargetRecord
 

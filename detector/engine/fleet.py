@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from detector.engine.timeline import build_timeline
+from detector.engine.timeline.build import build_timeline
 from detector.store import Store
 
 

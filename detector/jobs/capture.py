@@ -1,6 +1,6 @@
 """`planshift capture`: a running system's workload as a workload file planshift can replay.
 
-Read-only on the source (collectors/capture/statements.py says how): the top statements of
+Read-only on the source (collectors/capture/workload_statements.py says how): the top statements of
 pg_stat_statements by total time, without planshift's own, monitoring, catalog reads and what
 --exclude names; their parameters from auto_explain logs when given
 (collectors/capture/params.py); production's planner settings (collectors/capture/production_settings.py);
@@ -23,7 +23,7 @@ from collectors.capture.dump import PRIVATE_DIRECTORY, dump, open_private
 from collectors.capture.params import LoggedValues, read_logged_values
 from collectors.capture.production_settings import ProductionSettings, read_settings
 from collectors.capture.relations import relations_of as relations
-from collectors.capture.statements import (
+from collectors.capture.workload_statements import (
     CAPTURE_TIMEOUT,
     IGNORED,
     SourceRead,

@@ -15,7 +15,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from collectors.capture.statements import IGNORED, Statement
+from collectors.capture.workload_statements import IGNORED, Statement
 from detector.model.units import counted
 
 WHAT = {

@@ -11,11 +11,11 @@ from rich.console import Console
 
 from collectors.host import calibrate
 from collectors.servers.targets import resolve_target_specs
-from detector.engine.approvals import ApprovedPlan, read_approvals, write_approvals
-from detector.engine.compare import resolve_side
-from detector.engine.config import BUSY_HOST_MODES, Config
-from detector.engine.noise import AA_VARIANTS, noise_floors, noise_label
-from detector.engine.options import CompareOptions
+from detector.engine.comparison.approvals import ApprovedPlan, read_approvals, write_approvals
+from detector.engine.comparison.compare import resolve_side
+from detector.engine.comparison.config import BUSY_HOST_MODES, Config
+from detector.engine.comparison.noise import AA_VARIANTS, noise_floors, noise_label
+from detector.engine.comparison.options import CompareOptions
 from detector.errors import PlanshiftError
 from detector.jobs.workload import load_workload
 from detector.model.host import HostBaseline, summarize

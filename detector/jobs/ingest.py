@@ -12,14 +12,14 @@ from rich.console import Console
 
 from collectors.logs.autoexplain import FileReport, IngestOptions, LogIngest, check_log
 from collectors.logs.records import FORMATS
-from detector.engine.timeline import (
+from detector.engine.timeline.build import (
     PgssDelta,
     QueryTimeline,
     build_timeline,
     parse_time,
     store_pgss_deltas,
 )
-from detector.engine.timeline_top import TopQueries, check_order, top_from_logs, top_from_pgss
+from detector.engine.timeline.top import TopQueries, check_order, top_from_logs, top_from_pgss
 from detector.errors import PlanshiftError
 from detector.jobs.progress import progress_bar
 from detector.model.identity import text_query_key

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from detector.engine.fleet import FleetQuery, fleet_flips, log_sources
 from detector.engine.query_lookup import find_query_keys
-from detector.engine.timeline import parse_time
+from detector.engine.timeline.build import parse_time
 from detector.errors import PlanshiftError
 from detector.store import Store
 from detector.store.lake import check_host, export_host, lake_queries, materialize

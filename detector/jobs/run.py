@@ -18,9 +18,9 @@ from collectors.server_setup import (
 from collectors.server_state import warning_lines
 from collectors.servers.targets import open_servers, parse_dsn_option, resolve_target_specs
 from detector.engine.census import QueryCensus, build_census
-from detector.engine.compare import resolve_side
-from detector.engine.options import CompareOptions
-from detector.engine.store_compare import compare
+from detector.engine.comparison.compare import resolve_side
+from detector.engine.comparison.options import CompareOptions
+from detector.engine.comparison.store_compare import compare
 from detector.errors import PlanshiftError
 from detector.jobs.progress import progress_bar
 from detector.jobs.servers import mixed_builds_note

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from detector.engine.plan_mix import mix_text
+from detector.engine.comparison.plan_mix import mix_text
 from detector.model import ComparisonResult, Finding, QueryComparison, Severity, Verdict
 from detector.model.build import describe
 from detector.model.units import counted, fmt_version
@@ -104,7 +104,7 @@ def condition_lines(result: ComparisonResult) -> list[str]:
 
 def production_lines(result: ComparisonResult) -> list[str]:
     """A captured workload: its coverage and production's settings, and each side that runs
-    settings production does not (detector/engine/production.py)."""
+    settings production does not (detector/engine/comparison/production.py)."""
     lines: list[str] = []
     for role, name in (("baseline", result.baseline), ("candidate", result.candidate)):
         facts = (result.conditions.get(role) or {}).get("production")

@@ -6,7 +6,7 @@ from rich.console import Console
 from rich.text import Text
 
 from detector.engine.census import comparison_switches
-from detector.engine.plan_mix import mix_text
+from detector.engine.comparison.plan_mix import mix_text
 from detector.model import ComparisonResult, QueryComparison, Severity, Side, Verdict
 from detector.model.failures import Failures, distinct_errors
 from detector.model.units import counted, fmt_ms, fmt_version

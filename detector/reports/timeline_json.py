@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from detector.engine.timeline import PgssDelta, QueryTimeline, Segment
-from detector.engine.timeline_causes import FlipCause
+from detector.engine.timeline.build import PgssDelta, QueryTimeline, Segment
+from detector.engine.timeline.causes import FlipCause
 from detector.model.comparison import WindowEvent
 
 FORMAT_VERSION = 1

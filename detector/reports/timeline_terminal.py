@@ -7,7 +7,7 @@ from pathlib import PurePath
 
 from rich.console import Console
 
-from detector.engine.timeline import QueryTimeline, clock
+from detector.engine.timeline.build import QueryTimeline, clock
 from detector.model.comparison import WindowEvent
 from detector.model.units import fmt_ms
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from detector.engine.timeline_top import TopQueries, TopQuery
+from detector.engine.timeline.top import TopQueries, TopQuery
 from detector.model.units import fmt_ms
 
 FORMAT_VERSION = 1

@@ -49,7 +49,7 @@ from detector.model.rows import (
 )
 from detector.store.connection import check_path, connect, make_parents
 from detector.store.failures import StoreFailuresMixin
-from detector.store.groups import GroupedSamples, StoreGroupsMixin, Window
+from detector.store.grouped import GroupedSamples, StoreGroupsMixin, Window
 from detector.store.host import StoreHostMixin
 from detector.store.ingest import StoreIngestMixin
 from detector.store.locking import StoreLock, WaitCallback, lock_for_writing, print_wait, store_wait

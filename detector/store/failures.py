@@ -13,7 +13,7 @@ from detector.errors import PlanshiftError
 from detector.model.failures import PHASES, QueryFailure
 from detector.model.records import from_utc_naive, to_utc_naive
 from detector.model.rows import find_password
-from detector.store.base import StoreBase
+from detector.store.core import StoreBase
 
 _COLUMNS = (
     "target_id",

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 
 from detector.model.host import HOST_SAMPLE_COLUMNS, HostBaseline, HostSample
 from detector.model.records import from_utc_naive, to_utc_naive
-from detector.store.base import StoreBase
+from detector.store.core import StoreBase
 
 _BASELINE_COLUMNS = (
     "host",

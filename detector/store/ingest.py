@@ -28,7 +28,7 @@ from detector.model.records import (
     utc_now,
 )
 from detector.model.rows import PLAN_COLUMNS, PLAN_NODE_COLUMNS, NewPlan
-from detector.store.base import StoreBase
+from detector.store.core import StoreBase
 from detector.store.reads import _observation_row
 
 _LEDGER_COLUMNS = (

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from detector.model.records import utc_now
-from detector.store.base import StoreBase
+from detector.store.core import StoreBase
 
 OWNER_COLUMNS = ("owner_host", "owner_pid", "owner_started")
 

@@ -22,7 +22,7 @@ from detector.model.records import (
     TargetRecord,
     from_utc_naive,
 )
-from detector.store.base import StoreBase
+from detector.store.core import StoreBase
 
 _RUN_COLUMNS = "run_id, label, started_at, finished_at, status, tool_version, workload_hash, host"
 _TARGET_COLUMNS = "target_id, run_id, name, source, server_version_num, gucs, info"

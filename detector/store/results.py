@@ -22,7 +22,7 @@ from detector.model.records import (
     utc_now,
 )
 from detector.model.rows import to_json
-from detector.store.base import StoreBase
+from detector.store.core import StoreBase
 
 _FINDING_COLUMNS = ("comparison_id", "position", *Finding.__dataclass_fields__)
 

@@ -17,12 +17,12 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from detector.engine.segments import Floats, Ints, offsets, windows
+from detector.engine.comparison.segments import Floats, Ints, offsets, windows
 from detector.model import Side
 from detector.model.samples import shared_windows
 
 if TYPE_CHECKING:
-    from detector.engine.pairing import SidePair
+    from detector.engine.comparison.query_pairs import SidePair
 
 Rows = dict[int, tuple[Ints, Floats, Floats]]
 

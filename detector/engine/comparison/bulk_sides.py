@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import numpy.typing as npt
 
-from detector.engine.segments import Floats, Ints, offsets, segment_quantiles
+from detector.engine.comparison.segments import Floats, Ints, offsets, segment_quantiles
 from detector.model import PlanVariant, Side, TimingStats
 from detector.model.bulk import builder
 from detector.model.host import HostConditions
@@ -24,7 +24,7 @@ from detector.model.samples import Samples
 from detector.store import GroupedSamples, TargetRecord
 
 if TYPE_CHECKING:
-    from detector.engine.pairing import Plans
+    from detector.engine.comparison.query_pairs import Plans
 
 # TimingStats of a side: n is counted apart; then median, p90, p99, min and max
 SUMMARY_QUANTILES = (0.5, 0.9, 0.99, 0.0, 1.0)

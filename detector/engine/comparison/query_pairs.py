@@ -7,12 +7,14 @@ from functools import partial
 from operator import attrgetter, itemgetter
 from typing import NamedTuple
 
-from detector.engine.sides import BulkSides
-from detector.engine.sides import side_settings_of as side_settings_of  # its former home
+from detector.engine.comparison.bulk_sides import BulkSides
+from detector.engine.comparison.bulk_sides import (
+    side_settings_of as side_settings_of,  # its former home
+)
 from detector.model import Plan, Side, parse_plan
 from detector.model.host import HostConditions
 from detector.store import Store, TargetRecord
-from detector.store.groups import Window
+from detector.store.grouped import Window
 
 
 class SidePair(NamedTuple):  # a tuple: 100,000 of them are built per large comparison

@@ -14,8 +14,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from detector.engine.compare import resolve_side
-from detector.engine.windows import is_window
+from detector.engine.comparison.compare import resolve_side
+from detector.engine.comparison.windows import is_window
 from detector.errors import PlanshiftError
 from detector.store import Store, TargetRecord
 

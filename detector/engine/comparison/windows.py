@@ -15,16 +15,16 @@ from collections import Counter
 from dataclasses import dataclass
 from datetime import datetime
 
-from detector.engine.pairing import SidePair, pair_sides
-from detector.engine.timeline import clock, parse_time
-from detector.engine.timeline_causes import settings_pairs
+from detector.engine.comparison.query_pairs import SidePair, pair_sides
+from detector.engine.timeline.build import clock, parse_time
+from detector.engine.timeline.causes import settings_pairs
 from detector.errors import PlanshiftError
 from detector.model.comparison import WindowEvent
 from detector.model.log_rows import LogObservationRow
 from detector.model.records import to_utc_naive
 from detector.model.units import version_num
 from detector.store import Store, TargetRecord
-from detector.store.groups import Window
+from detector.store.grouped import Window
 
 WINDOW_TARGET_ID = 0  # a window has no target row (target ids start at 1)
 _ROLES = (-1, -2)  # baseline, candidate: the side ids the windows' executions are grouped under

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from detector.engine.compare import compare_sides
-from detector.engine.noise import latest_noise_run, with_noise_floors
-from detector.engine.options import CompareOptions
-from detector.engine.side_pair import resolve_pair
+from detector.engine.comparison.compare import compare_sides
+from detector.engine.comparison.noise import latest_noise_run, with_noise_floors
+from detector.engine.comparison.options import CompareOptions
+from detector.engine.comparison.side_pair import resolve_pair
 from detector.errors import PlanshiftError
 from detector.model import ComparisonResult
 from detector.store import Store

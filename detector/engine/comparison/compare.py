@@ -10,23 +10,33 @@ from itertools import chain, repeat
 from operator import itemgetter
 from typing import Any
 
-from detector.engine.alignment import aligned as aligned  # re-exported: bench/ imports it here
-from detector.engine.approvals import approval_key
-from detector.engine.conditions import (
+from detector.engine.comparison.alignment import (
+    aligned as aligned,  # re-exported: bench/ imports it here
+)
+from detector.engine.comparison.approvals import approval_key
+from detector.engine.comparison.conditions import (
     busy_host_verdicts,
     comparison_conditions,
     host_conditions,
     not_comparable,
     not_compared,
 )
-from detector.engine.config import Suppression
-from detector.engine.counterfactuals import judged
-from detector.engine.failures import with_failures
-from detector.engine.options import CompareOptions
-from detector.engine.pairing import SidePair, pair_sides
-from detector.engine.verdicts import below_min_delta as below_min_delta  # bench/ imports it here
-from detector.engine.verdicts import plan_only_timing, query_verdicts
-from detector.engine.windows import WindowSide, is_window, window_events, window_pairs, window_side
+from detector.engine.comparison.config import Suppression
+from detector.engine.comparison.counterfactuals import judged
+from detector.engine.comparison.failures import with_failures
+from detector.engine.comparison.options import CompareOptions
+from detector.engine.comparison.query_pairs import SidePair, pair_sides
+from detector.engine.comparison.verdicts import (
+    below_min_delta as below_min_delta,  # bench/ imports it here
+)
+from detector.engine.comparison.verdicts import plan_only_timing, query_verdicts
+from detector.engine.comparison.windows import (
+    WindowSide,
+    is_window,
+    window_events,
+    window_pairs,
+    window_side,
+)
 from detector.errors import PlanshiftError
 from detector.model import (
     ComparisonResult,
@@ -217,7 +227,7 @@ def compared(
             [tested.get(attribution_key(k, p)) for k, p in zip(keys, points, strict=True)]
             if tested
             else repeat(None),
-            repeat(None),  # failures: detector.engine.failures attaches them
+            repeat(None),  # failures: detector.engine.comparison.failures attaches them
         )
     )
 
@@ -231,7 +241,7 @@ def attributions_for(
     baseline: TargetRecord, candidate: TargetRecord, options: CompareOptions = _DEFAULTS
 ) -> dict[str, Any]:
     """The candidate's attributions against this baseline, per attribution_key, with the
-    verdict of each counterfactual (detector/engine/counterfactuals.py)."""
+    verdict of each counterfactual (detector/engine/comparison/counterfactuals.py)."""
     if baseline.run_id != candidate.run_id:
         return {}
     filed = candidate.info.get("attribution") or {}

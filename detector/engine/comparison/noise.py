@@ -17,9 +17,9 @@ from __future__ import annotations
 from dataclasses import replace
 
 from detector.engine import stats
-from detector.engine.alignment import aligned
-from detector.engine.options import CompareOptions
-from detector.engine.pairing import SidePair, pair_sides
+from detector.engine.comparison.alignment import aligned
+from detector.engine.comparison.options import CompareOptions
+from detector.engine.comparison.query_pairs import SidePair, pair_sides
 from detector.engine.stats_paired import compare_paired
 from detector.errors import PlanshiftError
 from detector.store import Store, TargetRecord

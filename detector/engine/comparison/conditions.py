@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
-from detector.engine.production import production_facts
+from detector.engine.comparison.production import production_facts
 from detector.model import QueryComparison, TimingComparison, Verdict
 from detector.model.build import build_comparison, side_build
 from detector.model.comparison import NOT_COMPARED

@@ -13,7 +13,7 @@ import pytest
 from helpers import new_run, observation
 
 from detector.store import GroupedSamples, Store
-from detector.store import groups as store_groups
+from detector.store import grouped as store_grouped
 
 NAMES = sorted(p.stem for p in (Path(__file__).parent / "fixtures" / "store").glob("*.json"))
 
@@ -50,13 +50,13 @@ def test_numpy_order_is_duckdbs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
     targets = filled(path)
     with Store(path, read_only=True) as store:
         with monkeypatch.context() as patched:  # DuckDB's sort is not asked
-            groups, _, hashed_sql = store_groups._OF_TARGETS
+            groups, _, hashed_sql = store_grouped._OF_TARGETS
             patched.setattr(
-                store_groups, "_OF_TARGETS", (groups, "SELECT no_such_column", hashed_sql)
+                store_grouped, "_OF_TARGETS", (groups, "SELECT no_such_column", hashed_sql)
             )
             hashed = store.grouped_samples(targets)
             only = store.grouped_samples(targets, ["q1"])
-        monkeypatch.setattr(store_groups, "_group_order", lambda *_: None)
+        monkeypatch.setattr(store_grouped, "_group_order", lambda *_: None)
         same(hashed, store.grouped_samples(targets))
         same(only, store.grouped_samples(targets, ["q1"]))
         empty = store.grouped_samples(targets, ["nothing"])
@@ -82,11 +82,11 @@ def test_groups_of_one_size_are_moved_as_blocks(
                     batch.append(row)
         store.add_observations(batch)
     moved: list[int] = []
-    blocks = store_groups._blocks
-    monkeypatch.setattr(store_groups, "_blocks", lambda *a: moved.append(a[2]) or blocks(*a))
+    blocks = store_grouped._blocks
+    monkeypatch.setattr(store_grouped, "_blocks", lambda *a: moved.append(a[2]) or blocks(*a))
     with Store(path, read_only=True) as store:
         fast = store.grouped_samples(targets)
-        monkeypatch.setattr(store_groups, "_group_order", lambda *_: None)
+        monkeypatch.setattr(store_grouped, "_group_order", lambda *_: None)
         same(fast, store.grouped_samples(targets))
     assert moved == [6] * 5 and set(fast.sizes.tolist()) == {6}
     assert not fast.duration_known.all()
@@ -97,18 +97,18 @@ def test_reads_split_by_query_key_give_one_reads_rows(
 ) -> None:
     path = tmp_path / "s.duckdb"
     targets = filled(path)
-    ranges = store_groups._key_ranges
+    ranges = store_grouped._key_ranges
     split: list[list[tuple[int, int]]] = []
 
     def recorded(*args: Any) -> list[tuple[int, int]]:
         split.append(ranges(*args))
         return split[-1]
 
-    monkeypatch.setattr(store_groups, "_key_ranges", recorded)
+    monkeypatch.setattr(store_grouped, "_key_ranges", recorded)
     with Store(path, read_only=True) as store:
         whole = store.grouped_samples(targets)
         for rows in (1, 7, 20, 30):
-            monkeypatch.setattr(store_groups, "ROWS_PER_READ", rows)
+            monkeypatch.setattr(store_grouped, "ROWS_PER_READ", rows)
             same(whole, store.grouped_samples(targets))
     # 48 rows, 16 of each query key: a read holds whole keys
     assert [len(parts) for parts in split] == [1, 3, 3, 3, 2]

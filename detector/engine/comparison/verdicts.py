@@ -1,6 +1,6 @@
 """Timing verdicts of the queries of a comparison: paired statistics for interleaved sides,
 two-sample statistics otherwise, the minimum change in milliseconds, and false discovery
-control across the queries (see `detector.engine.compare.HOW_IT_DECIDES`)."""
+control across the queries (see `detector.engine.comparison.compare.HOW_IT_DECIDES`)."""
 
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from detector.engine import false_discoveries, stats, stats_paired
-from detector.engine.alignment import aligned_rows
-from detector.engine.options import CompareOptions
-from detector.engine.pairing import SidePair
+from detector.engine.comparison.alignment import aligned_rows
+from detector.engine.comparison.options import CompareOptions
+from detector.engine.comparison.query_pairs import SidePair
 from detector.model import TimingComparison, Verdict
 
 

@@ -14,10 +14,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 
-from detector.engine.options import CompareOptions
-from detector.engine.pairing import Plans, point_order
-from detector.engine.sides import BulkSides, production_calls, side_settings_of
-from detector.engine.windows import WindowSide
+from detector.engine.comparison.bulk_sides import BulkSides, production_calls, side_settings_of
+from detector.engine.comparison.options import CompareOptions
+from detector.engine.comparison.query_pairs import Plans, point_order
+from detector.engine.comparison.windows import WindowSide
 from detector.model import QueryComparison, Side, TimingComparison, Verdict
 from detector.model.failures import Failures, QueryFailure
 from detector.store import Store, TargetRecord

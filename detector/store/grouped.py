@@ -19,7 +19,7 @@ import numpy as np
 import numpy.typing as npt
 
 from detector.model.samples import rows_at, window_medians
-from detector.store.base import StoreBase
+from detector.store.core import StoreBase
 
 Ints = npt.NDArray[np.int64]
 

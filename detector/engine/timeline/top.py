@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from detector.engine.timeline import PgssDelta
+from detector.engine.timeline.build import PgssDelta
 from detector.errors import PlanshiftError
 from detector.model.identity import text_query_key
 from detector.model.log_rows import LogObservationRow

@@ -12,9 +12,9 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from detector.engine import stats, stats_paired
-from detector.engine.compare import apply_rules
-from detector.engine.options import CompareOptions
-from detector.engine.verdicts import plan_only_timing
+from detector.engine.comparison.compare import apply_rules
+from detector.engine.comparison.options import CompareOptions
+from detector.engine.comparison.verdicts import plan_only_timing
 from detector.errors import PlanshiftError
 from detector.model import (
     ComparisonResult,

@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from detector.engine.config import Suppression
+from detector.engine.comparison.config import Suppression
 
 
 @dataclass(frozen=True)
@@ -24,4 +24,4 @@ class CompareOptions:
     query: str | None = None  # only this query name
     approved: Mapping[str, frozenset[str]] | None = None  # lock file: `query [point]` -> fps
     suppressions: tuple[Suppression, ...] = ()
-    busy_host: str = "warn"  # what verdicts a busy host put at risk become (engine/conditions.py)
+    busy_host: str = "warn"  # what verdicts a busy host put at risk become (engine/comparison/conditions.py)

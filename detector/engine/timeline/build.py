@@ -26,7 +26,12 @@ from itertools import pairwise
 
 from detector.engine.quantiles import timing_stats
 from detector.engine.query_lookup import find_query_keys
-from detector.engine.timeline_causes import FlipCause, flip_causes, plan_names, version_changes
+from detector.engine.timeline.causes import (
+    FlipCause,
+    flip_causes,
+    plan_names,
+    version_changes,
+)
 from detector.errors import PlanshiftError
 from detector.model.log_rows import LogObservationRow
 from detector.model.units import fmt_ms
