@@ -146,6 +146,9 @@ def test_interrupting_a_run_stops_its_clusters(tmp_path: Path, signum: int) -> N
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        # a suite started in the background (`make test &`) ignores SIGINT, and so would the
+        # demo it starts: a terminal's Ctrl-C is what is tested
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     assert process.stderr is not None
     line = process.stderr.readline()  # printed once the cluster is up
