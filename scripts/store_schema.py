@@ -1,5 +1,6 @@
-"""Write detector/store/schema.sql and the README's table of store tables from the migrations
-(`make readme` runs it); `--check` exits 1 when either is not current."""
+"""Write detector/store/schema.sql, the README's table of store tables and the reference schema
+the store's check reads (migrations/reference_columns.json) from the migrations (`make readme`
+runs it); `--check` exits 1 when one is not current."""
 
 from __future__ import annotations
 
@@ -7,10 +8,13 @@ import re
 import sys
 from pathlib import Path
 
+from detector.store.migrate import load_migrations
+from detector.store.schema import REFERENCE_FILE, reference_json
 from detector.store.schema_dump import readme_tables, schema_sql
 
 ROOT = Path(__file__).resolve().parent.parent
 SCHEMA = ROOT / "detector" / "store" / "schema.sql"
+REFERENCE = ROOT / "detector" / "store" / "migrations" / REFERENCE_FILE
 README = ROOT / "README.md"
 BLOCK = re.compile(r"(<!-- store-tables -->\n)(.*?)(<!-- /store-tables -->)", re.S)
 
@@ -22,6 +26,7 @@ def main(check: bool) -> int:
         return 1
     wanted = {
         SCHEMA: schema_sql(),
+        REFERENCE: reference_json(load_migrations()),
         README: BLOCK.sub(lambda m: m.group(1) + readme_tables() + m.group(3), readme),
     }
     stale = [path for path, text in wanted.items() if not path.exists() or path.read_text() != text]

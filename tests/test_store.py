@@ -517,6 +517,29 @@ def test_a_run_s_kind_not_its_label_makes_it_an_a_a_run(tmp_path: Path) -> None:
             runs[kind] = run_id
         (target,) = store.targets([runs["run"]])
         assert latest_noise_run(store, target) == runs["noise"]
-        assert {r.run_id: r.kind for r in store.runs()} == {runs["noise"]: "noise", runs["run"]: "run"}
+        assert {r.run_id: r.kind for r in store.runs()} == {
+            runs["noise"]: "noise",
+            runs["run"]: "run",
+        }
         with pytest.raises(PlanshiftError, match="unknown run kind"):
             store.begin_run("x", workload_hash=None, tool_version="0", host="h", kind="other")
+
+
+def test_the_packaged_reference_schema_is_what_the_migrations_build() -> None:
+    """The store's check reads the reference schema from reference_columns.json (built at
+    start-up otherwise): it must be what the migrations build, for none and for all of them."""
+    from importlib import resources
+
+    from detector.store.schema import REFERENCE_FILE, built_reference, reference_key
+
+    migrations = load_migrations()
+    text = resources.files("detector.store.migrations").joinpath(REFERENCE_FILE).read_text()
+    packaged = json.loads(text)
+    for chosen in ((), migrations):
+        entry = packaged.get(reference_key(chosen))
+        assert entry is not None, (
+            "detector/store/migrations/reference_columns.json is stale: `make readme` "
+            "(scripts/store_schema.py) refreshes it"
+        )
+        columns = {table: tuple(map(tuple, found)) for table, found in entry["columns"].items()}
+        assert columns == built_reference(chosen)

@@ -24,7 +24,6 @@ from typing import BinaryIO
 from collectors.logs.batches import BatchParser, ParsedBatch
 from collectors.logs.duplicates import Duplicates
 from collectors.logs.formats import BOM, Batch, Position, Problem, open_log, stream_error
-from collectors.logs.parallel import ChunkSpec, ParallelRead
 from collectors.logs.prefix import PrefixParser, TimeParser
 from collectors.logs.records import FORMATS, detect_format, format_of, make_reader
 from collectors.logs.redact import redact_message
@@ -275,6 +274,8 @@ class LogIngest:
             for batch in sequential(stream, position):
                 yield batch, None
             return
+        from collectors.logs.parallel import ChunkSpec, ParallelRead  # multiprocessing: costly
+
         spec = ChunkSpec(
             log_format,
             self.options.log_line_prefix,

@@ -27,6 +27,9 @@ _NODE = re.compile(
     r" loops=(?P<loops>\d+)\)|(?P<never> \(never executed\)))?\s*$"
 )
 _SUBPLAN = re.compile(r"^ *((?:InitPlan|SubPlan) \d+(?: \(returns [^)]*\))?|CTE \S.*)$")
+_LABELS: dict[str, dict[str, Any]] = {}  # node_from_label per distinct label: labels repeat
+_LABELS_LIMIT = 50_000  # of _LABELS and _PROPERTIES each
+_SUBPLAN_STARTS = frozenset(("Ini", "Sub", "CTE"))  # what _SUBPLAN can match, cheaply
 _MEMBER_PARENTS = {"Append", "Merge Append", "BitmapAnd", "BitmapOr"}
 _ZERO_UNLESS_SHOWN = (  # (property line seen, node types or None for any, JSON key shown as 0)
     ("Filter", None, "Rows Removed by Filter"),
@@ -220,6 +223,24 @@ def node_property(node: dict[str, Any], text: str) -> str:
     return key
 
 
+_PROPERTIES: dict[str, tuple[str, dict[str, Any]]] = {}  # line -> its key and JSON keys
+
+
+def _property(node: dict[str, Any], text: str) -> str:
+    """`node_property` once per distinct line (a line's JSON keys depend on it alone, but for
+    an aggregate's `Batches`)."""
+    if text.startswith("Batches: "):
+        return node_property(node, text)
+    known = _PROPERTIES.get(text)
+    if known is None:
+        if len(_PROPERTIES) > _LABELS_LIMIT:
+            _PROPERTIES.clear()
+        found: dict[str, Any] = {}
+        known = _PROPERTIES[text] = (node_property(found, text), found)
+    node.update(known[1])
+    return known[0]
+
+
 class _Node:
     """A node being read: its JSON object, arrow column and the property keys seen."""
 
@@ -237,7 +258,13 @@ class _Node:
 
 
 def _node(match: re.Match[str]) -> dict[str, Any]:
-    node = node_from_label(match["label"])
+    label = match["label"]
+    known = _LABELS.get(label)
+    if known is None:
+        if len(_LABELS) > _LABELS_LIMIT:
+            _LABELS.clear()
+        known = _LABELS[label] = node_from_label(label)
+    node = dict(known)
     node["Startup Cost"] = float(match["startup"])
     node["Total Cost"] = float(match["total"])
     node["Plan Rows"] = int(match["rows"])
@@ -259,18 +286,17 @@ def parse_text_plan(lines: list[str]) -> dict[str, Any]:
     done: list[_Node] = []
     label: str | None = None
     for raw in lines:
-        match = _NODE.match(raw)
+        match = _NODE.match(raw) if "  (cost=" in raw else None
         indent = len(raw) - len(raw.lstrip(" "))
         if match is None:
             if not stack:
                 continue
-            if sub := _SUBPLAN.match(raw):
+            if raw[indent : indent + 3] in _SUBPLAN_STARTS and (sub := _SUBPLAN.match(raw)):
                 while len(stack) > 1 and stack[-1].column >= indent:
                     stack.pop()
                 label = sub[1]
             elif indent <= stack[-1].inner_column:  # deeper: a worker's own lines
-                key = node_property(stack[-1].json, raw.strip())
-                stack[-1].seen.add(key)
+                stack[-1].seen.add(_property(stack[-1].json, raw.strip()))
             continue
         node = _Node(_node(match), len(match["indent"]))
         done.append(node)

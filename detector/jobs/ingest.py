@@ -12,26 +12,18 @@ from rich.console import Console
 
 from collectors.logs.autoexplain import FileReport, IngestOptions, LogIngest, check_log
 from collectors.logs.records import FORMATS
-from detector.engine.timeline.build import (
-    PgssDelta,
-    QueryTimeline,
-    build_timeline,
-    parse_time,
-    store_pgss_deltas,
-)
-from detector.engine.timeline.top import TopQueries, check_order, top_from_logs, top_from_pgss
 from detector.errors import PlanshiftError
 from detector.jobs.progress import progress_bar
 from detector.model.identity import text_query_key
 from detector.model.units import counted, fmt_version
-from detector.reports.timeline_terminal import render_timeline
-from detector.reports.timeline_top import top_lines
 from detector.store import Store
 from detector.version import __version__
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # the timeline's modules are imported by the commands that use them
     from collectors.pgss import PgssRead
     from collectors.setup_check import Check
+    from detector.engine.timeline.build import PgssDelta, QueryTimeline
+    from detector.engine.timeline.top import TopQueries
 
 INGEST_LABEL = "ingest"
 ANONYMIZED = " (anonymized)"  # appended to the run label; targets.info has "anonymized"
@@ -230,6 +222,9 @@ def show_timeline(
     console: Console,
 ) -> list[QueryTimeline]:
     """Print each query's plan segments and flips, with pg_stat_statements around them."""
+    from detector.engine.timeline.build import build_timeline, parse_time, store_pgss_deltas
+    from detector.reports.timeline_terminal import render_timeline
+
     if not store_path.exists():
         raise PlanshiftError(f"store {store_path} does not exist", "run `planshift ingest` first")
     with Store(store_path, read_only=True) as store:
@@ -261,6 +256,10 @@ def show_top(
     console: Console,
 ) -> TopQueries:
     """Print the window's top queries from the logs and from pg_stat_statements deltas."""
+    from detector.engine.timeline.build import parse_time, store_pgss_deltas
+    from detector.engine.timeline.top import TopQueries, check_order, top_from_logs, top_from_pgss
+    from detector.reports.timeline_top import top_lines
+
     check_order(order)
     if not store_path.exists():
         raise PlanshiftError(f"store {store_path} does not exist", "run `planshift ingest` first")
