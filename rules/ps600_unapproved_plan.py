@@ -58,7 +58,7 @@ def unapproved_plan(comparison: QueryComparison, options: Mapping[str, Any]) -> 
     approved = comparison.approved
     if approved is None:
         return
-    allowed = [p.signature for p in comparison.baseline.plans if p.fingerprint in approved]
+    allowed = sorted(set(approved.values()))  # the lock file's, whichever plans the baseline ran
     for plan in comparison.candidate.plans:
         if plan.fingerprint in approved:
             continue

@@ -65,12 +65,11 @@ def fixture_store(name: str) -> str:
         [sys.executable, "-m", "detector", "ingest", log, "--store", str(store), "--source", source]
     )
     sys.path.insert(0, str(ROOT))
-    from rich.console import Console
-
     from collectors.pgss import read_from_json
     from detector.jobs.ingest import store_snapshot
+    from detector.reports.consoles import discard
 
-    quiet = Console(quiet=True)
+    quiet = discard()
     for document in json.loads((ROOT / snapshots).read_text()):
         store_snapshot(store, read_from_json(document), source, quiet)
     return str(store)
@@ -94,7 +93,9 @@ def refreshed(text: str) -> str:
     position = 0
     for match in MARKED.finditer(text):
         output = output_of(text, match)
-        pieces += [text[position : match.start("body")], output.rstrip("\n") + "\n"]
+        # tables pad their last column: no trailing blanks in the README
+        body = "\n".join(line.rstrip() for line in output.rstrip("\n").splitlines())
+        pieces += [text[position : match.start("body")], body + "\n"]
         position = match.start("tail")
     return "".join(pieces) + text[position:]
 

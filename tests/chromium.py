@@ -30,6 +30,16 @@ FLAGS = (
 CONSOLE_PROBLEM = re.compile(
     r"CONSOLE(?:\(\d+\)|:\d+)\].*|Uncaught .*|Failed to load resource.*|Refused to .*"
 )
+# resolves when the page's script has finished (the report sets body[data-ready] at its end),
+# or after 30 s (a page without the script)
+READY = """new Promise(function (resolve) {
+  var left = 3000;
+  (function poll() {
+    if (document.body && document.body.getAttribute('data-ready')) { resolve(true); }
+    else if (--left <= 0) { resolve(false); }
+    else { setTimeout(poll, 10); }
+  })();
+})"""
 VOID = {"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source", "wbr"}
 
 needs_chromium = pytest.mark.skipif(
@@ -123,8 +133,10 @@ def parse_dom(text: str) -> Element:
 
 
 def rendered(page: Path) -> Element:
-    """The page's DOM after Chromium ran its scripts; fails on a console error or CSP refusal."""
-    result = chromium(page, "--dump-dom")
+    """The page's DOM after Chromium ran its scripts; fails on a console error or CSP refusal.
+    The virtual time budget lets the page finish what it does after the load event (the
+    report inflates its plans' JSON asynchronously) before the DOM is dumped."""
+    result = chromium(page, "--virtual-time-budget=30000", "--dump-dom")
     assert result.returncode == 0, result.stderr[-2000:]
     assert console_problems(result.stderr) == []
     return parse_dom(result.stdout)
@@ -175,6 +187,7 @@ class DevTools:
         self.call("Network.enable")
         self.call("Page.navigate", {"url": self.page.as_uri()})
         self.event("Page.loadEventFired")
+        self.evaluate(READY)
         return self
 
     def __exit__(self, *exc: object) -> None:

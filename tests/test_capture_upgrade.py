@@ -115,6 +115,12 @@ def test_a_side_that_departs_from_production_is_named(
     assert "small runs settings production does not: work_mem 1MB (production 16MB)" in (
         compared.output
     )
+    markdown = tmp_path / "r.md"  # the pull-request comment says it too
+    CliRunner().invoke(app, ["compare", "--store", str(store), "-b", "production", "-c", "small",
+                             "-o", f"markdown:{markdown}"])  # fmt: skip
+    assert "_small runs settings production does not: work_mem 1MB (production 16MB)._" in (
+        markdown.read_text()
+    )
 
 
 def test_without_logs_the_typed_constants_replay_as_generic_plans(

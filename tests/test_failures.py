@@ -89,7 +89,8 @@ def test_a_query_failing_only_on_17_is_a_finding_and_the_others_are_compared(
         json.loads((SCHEMAS / "runs-v1.schema.json").read_text())
     ).validate(listed)
 
-    outputs = ["-o", tmp_path / "r.json", "-o", tmp_path / "r.xml", "-o", tmp_path / "r.txt"]
+    outputs = ["-o", tmp_path / "r.json", "-o", tmp_path / "r.xml", "-o", tmp_path / "r.txt",
+               "-o", tmp_path / "r.html", "-o", f"markdown:{tmp_path / 'r.md'}"]  # fmt: skip
     compared = planshift("compare", "--store", store, "-b", "pg15", "-c", "pg17", *outputs)
     assert compared.returncode == 1, compared.stderr  # findings at error, nothing else
     document = json.loads((tmp_path / "r.json").read_text())
@@ -120,6 +121,13 @@ def test_a_query_failing_only_on_17_is_a_finding_and_the_others_are_compared(
     text = (tmp_path / "r.txt").read_text()
     assert "bgwriter  not compared  no execution worked on pg17" in text
     assert "3 queries compared" in text and "1 not compared (failed on a side)" in text
+    page = (tmp_path / "r.html").read_text()  # the HTML report lists it, with the error
+    assert 'id="not-compared"' in page and "<b>bgwriter</b>: no execution worked on pg17" in page
+    assert "column &#34;buffers_backend&#34; does not exist" in page
+    markdown = (tmp_path / "r.md").read_text()  # so does the Markdown, in the terminal's words
+    (error_line,) = [x for x in text.splitlines() if x.startswith("  pg17: ")]
+    assert "buffers_backend" in error_line
+    assert f"- **bgwriter**: no execution worked on pg17\n  - {error_line.strip()}\n" in markdown
     cases = {c.get("name"): c for c in ET.parse(tmp_path / "r.xml").getroot().iter("testcase")}
     assert set(cases) == {"bgwriter", "by_value", "point", "range"}
     failure_element = cases["bgwriter"].find("failure")

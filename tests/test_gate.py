@@ -181,3 +181,30 @@ def test_noise_floors_are_paired_for_interleaved_aa_runs(tmp_path: Path) -> None
     two_sample = stats.noise_floor(pair.baseline.durations_ms, pair.candidate.durations_ms)
     assert two_sample > 0.5, two_sample  # the parameters' spread: no verdict could clear it
     assert floors["range"] < two_sample / 3, (floors, two_sample)
+
+
+def test_ps600_lists_the_lock_s_approved_plans(tmp_path: Path) -> None:
+    """A real lock file (`planshift approve` of the forced index-scan side of the committed
+    store, a real PostgreSQL 15 run) checked against sides that ran other plans: each PS600
+    message lists the plans the lock approves for that query and point, which the baseline
+    never ran (it used to say `no plan approved for this query`)."""
+    import json
+
+    from helpers import fixed_store
+
+    from detector.engine.comparison.approvals import approval_key
+
+    store, lock = fixed_store(), tmp_path / "planshift.lock"
+    made = planshift("approve", "-s", store, "-t", "indexscan", "--file", lock, cwd=tmp_path)
+    assert made.returncode == 0, made.stderr
+    approved = read_approvals(lock)
+    gate = ("compare", "-s", store, "-b", "seqscan", "-c", "current", "--approved", lock)
+    shown = planshift(*gate, "--select", "PS600", "-f", "json", cwd=tmp_path)
+    assert shown.returncode == 1, shown.stderr
+    findings = json.loads(shown.stdout)["findings"]
+    assert findings and {f["code"] for f in findings} == {"PS600"}
+    for finding in findings:
+        lock_plans = approved[approval_key(finding["query"], finding["point"])]
+        assert "no plan approved" not in finding["message"]
+        assert finding["message"].endswith("; approved: " + " | ".join(sorted(set(lock_plans.values()))))
+        assert finding["evidence"]["fingerprint"] not in lock_plans

@@ -295,6 +295,12 @@ def test_report_lines_say_the_host_once_when_both_sides_shared_it() -> None:
         "reads per block (track_io_timing): current 12 us/block over 5,000 blocks (warm); "
         "proposed read no blocks from outside shared buffers"
     )
+    from markupsafe import escape
+
+    from detector.reports import render
+
+    page = render("html", shared)  # the HTML report says the same, under Targets
+    assert all(f"<p>{escape(line)}</p>" in page for line in lines)
     two_runs = replace(
         shared, conditions={"baseline": {"host": QUIET.as_dict()}, "candidate": {"host": busy}}
     )

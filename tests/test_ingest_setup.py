@@ -60,8 +60,34 @@ def test_a_cluster_set_up_as_advised_is_ready() -> None:
         with psycopg.connect(ready.conninfo, autocommit=True) as conn:
             _, after = check_server(conn)
     assert [c.setting for c in after if not c.ok] == []
-    assert result.exit_code == 0, result.output
+    assert result.exit_code == 0, result.output  # ready
     assert "ready:" in result.output
+
+
+def test_setup_check_json_and_exit_status(pg17: EmbeddedCluster, fresh_db: FreshDb) -> None:
+    """A default cluster is not ready: exit 1 (the check found settings to change, as compare
+    exits 1 on findings), in the terminal and as JSON, which says what the table says."""
+    import json
+    from pathlib import Path
+
+    import jsonschema
+
+    dsn = fresh_db(pg17)
+    shown = CliRunner().invoke(app, ["setup-check", "--target", dsn])
+    assert shown.exit_code == 1, shown.output
+    assert "recommended postgresql.conf lines" in shown.output
+    done = CliRunner().invoke(app, ["setup-check", "--target", dsn, "--format", "json"])
+    assert done.exit_code == 1, done.output
+    document = json.loads(done.stdout)
+    schema = Path(__file__).resolve().parents[1] / "detector/reports/schema/setup-check-v1.schema.json"
+    jsonschema.Draft202012Validator(json.loads(schema.read_text())).validate(document)
+    assert document["ready"] is False and document["server_version_num"] // 10000 == 17
+    status = {c["setting"]: c["status"] for c in document["checks"]}
+    assert status["auto_explain.log_min_duration"] == "change"
+    assert "auto_explain.log_format = 'json'" in document["config_lines"]
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        _, checks = check_server(conn)
+    assert [c["setting"] for c in document["checks"]] == [c.setting for c in checks]
 
 
 def test_setup_check_needs_a_reachable_server() -> None:

@@ -10,7 +10,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
-from helpers import fixed_store
+from helpers import fixed_store, whole_page
 
 from detector.errors import PlanshiftError
 from detector.model import Plan, Severity, parse_plan
@@ -224,6 +224,6 @@ def test_html_renders_odd_results() -> None:
         queries[i] = replace(queries[i], point=f"mode={'abcdefg'[n]}")
     odd = replace(result, queries=tuple(queries), findings=())
     page = render("html", odd, fail_on=None)
-    assert page.count('class="plandiff"') == len(queries)
+    assert whole_page(page).count('<table class="plandiff') == len(queries)
     assert "Gate off" in page and 'data-chart="sweep0"' in page
     assert render("html", odd, fail_on=None) == page

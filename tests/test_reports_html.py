@@ -29,7 +29,7 @@ from chromium import (
     needs_chromium,
     rendered,
 )
-from helpers import fixed_store
+from helpers import fixed_store, whole_page
 
 from detector.model import ComparisonResult, QueryComparison, parse_plan
 from detector.model.units import fmt_ms, fmt_version
@@ -57,7 +57,7 @@ def report(tmp_path_factory: pytest.TempPathFactory, result: ComparisonResult) -
 
 
 def test_the_page_is_self_contained(report: Path) -> None:
-    text = report.read_text()
+    text = whole_page(report.read_text())
     assert not re.search(r"""(src|href)\s*=\s*["'](https?:)?//""", text)
     assert not re.search(r"url\(\s*['\"]?(https?:)?//", text)
     assert "<script src" not in text and "<link " not in text
@@ -109,10 +109,15 @@ def test_queries_are_in_order_of_importance(dom: Element, result: ComparisonResu
 
     shown = [block.attrs["id"] for block in _blocks(dom)]
     assert shown == [anchor(result.queries[i]) for i in by_importance(result)]
-    (glance,) = dom.find_all("table", "at-a-glance")  # the summary leads with one row per query
+    # the summary leads with one row per query that is no sweep point, most important first
+    (glance,) = dom.find_all("table", "at-a-glance")
     links = [a.attrs["href"] for a in glance.find_all("a")]
-    notable = [q for q in _ordered(result) if not is_quiet(q)]
-    assert links == [f"#{anchor(q)}" for q in notable] and links[0] == f"#{shown[0]}"
+    notable = [q for q in _ordered(result) if not is_quiet(q) and not q.point]
+    assert links == [f"#{anchor(q)}" for q in notable] and links
+    # and every sweep point is a row of its sweep's table, in parameter order
+    (points,) = dom.find_all("table", "points")
+    swept = sorted((q for q in result.queries if q.point), key=lambda q: int(q.point.split("=")[1]))
+    assert [a.attrs["href"] for a in points.find_all("a")] == [f"#{anchor(q)}" for q in swept]
 
 
 def test_plan_diff_rows_conditions_and_actuals(dom: Element, result: ComparisonResult) -> None:
@@ -291,3 +296,41 @@ def test_the_screenshot_script_runs(tmp_path: Path) -> None:
         png = tmp_path / f"{name}.png"
         assert png.read_bytes().startswith(b"\x89PNG"), name
     assert "Plan diff" in (tmp_path / "report.html").read_text()
+
+
+@needs_chromium
+def test_the_demo_plan_diff_shows_the_conditions_and_counters(tmp_path: Path) -> None:
+    """Issue 28's check: in the demo's report (examples/demo/demo.duckdb, a real run of the
+    demo workload on PostgreSQL 15) each flipped query's plan diff shows, as text a reader sees,
+    the Recheck Cond and the heap-block counters on the bitmap side and the Index Cond on the
+    index side, under a line saying what changed."""
+    import shutil
+
+    from detector.engine.comparison.options import CompareOptions
+    from detector.jobs.run import compare_from_store
+    from detector.model import Severity
+    from detector.reports import render
+
+    store = tmp_path / "demo.duckdb"
+    shutil.copyfile(ROOT / "examples" / "demo" / "demo.duckdb", store)
+    demo = compare_from_store(store, "current", "proposed", None, CompareOptions())
+    page = tmp_path / "demo.html"
+    page.write_text(render("html", demo, fail_on=Severity.ERROR))
+    flipped = [i for i, q in enumerate(demo.queries) if q.plan_changed]
+    assert {demo.queries[i].query_name for i in flipped} == {"simple_range", "sum_range"}
+    with DevTools(page) as browser:
+        for index in flipped:
+            # innerText: what is rendered, so nothing hidden or clipped away counts
+            cells = browser.evaluate(
+                f"Array.from(document.getElementById('plan{index}-diff').parentElement"
+                ".querySelectorAll('table.plandiff td.node'), td => td.innerText)"
+            )
+            bitmap = next(c for c in cells if c.startswith("BitmapHeapScan(sbtest1)"))
+            index_scan = next(c for c in cells if c.startswith("IndexScan(sbtest1 sbtest1_pkey)"))
+            assert re.search(r"Recheck Cond: \(\(id >= \d+\) AND \(id <= \d+\)\)", bitmap)
+            assert re.search(r"Heap Blocks: exact=[\d,]+ lossy=[\d,]+", bitmap)
+            assert re.search(r"Index Cond: \(\(id >= \d+\) AND \(id <= \d+\)\)", index_scan)
+            changed = browser.evaluate(
+                f"document.getElementById('plan{index}-diff').nextElementSibling.innerText"
+            )
+            assert changed.startswith("What changed: BitmapHeapScan(sbtest1) → IndexScan(")

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import duckdb
 import pytest
-from helpers import COMMITTED
+from helpers import COMMITTED, whole_page
 from markdown_it import MarkdownIt
 from rich.console import Console
 from typer.testing import CliRunner
@@ -172,7 +172,7 @@ def test_github_annotations_cannot_inject_commands(
 
 @pytest.mark.parametrize("pair", sorted(PAIRS))
 def test_html_escapes_every_name(results: dict[str, ComparisonResult], pair: str) -> None:
-    text = render("html", results[pair], fail_on=Severity.ERROR)
+    text = whole_page(render("html", results[pair], fail_on=Severity.ERROR))
     assert controls(text) == []
     assert "<img" not in text
     assert text.count("<script") == 1 and text.count("</script>") == 1

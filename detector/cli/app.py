@@ -10,7 +10,7 @@ import typer
 from typer.core import TyperGroup, TyperOption
 
 from detector.cli import capture, fleet, gate, listing, measure, postmortem, servers
-from detector.cli.common import err, fail, out
+from detector.cli.common import configure_logging, err, fail, out
 from detector.errors import PlanshiftError
 
 
@@ -61,8 +61,21 @@ def _root(
         bool,
         typer.Option("--version", callback=_version, is_eager=True, help="Print the version."),
     ] = False,
+    debug: Annotated[
+        bool,
+        typer.Option(
+            "--debug",
+            help="Log on stderr what each step reads, detects and skips (e.g. an ingest: each "
+            "file's format, prefix, entries and every problem with its file:line).",
+        ),
+    ] = False,
+    quiet: Annotated[
+        bool,
+        typer.Option("--quiet", help="Results and errors only: no progress or notes on stderr."),
+    ] = False,
 ) -> None:
     """Find PostgreSQL plan regressions across versions and settings before users do."""
+    configure_logging(debug=debug, quiet=quiet)
 
 
 COMMANDS = (

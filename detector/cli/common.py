@@ -1,8 +1,10 @@
-"""What every command shares: consoles, the common options, user errors as `error:`/`hint:` exit 2."""
+"""What every command shares: its consoles, the common options, user errors as `error:`/`hint:`
+exit 2."""
 
 from __future__ import annotations
 
 import json
+import logging
 import os
 import sys
 from collections.abc import Iterator
@@ -11,25 +13,38 @@ from pathlib import Path
 from typing import Annotated, Any, NoReturn
 
 import typer
-from rich.console import Console
 from rich.text import Text
 
 from detector.errors import PlanshiftError
+from detector.reports.consoles import make_console
+
+out = make_console()
+err = make_console(stderr=True)
+# progress lines and notes of jobs quote workload, query and target names: printed as they are
+progress = make_console(stderr=True, markup=False)
+LOGGED = ("detector", "collectors", "rules")  # planshift's loggers (not the libraries')
 
 
-def console(*, stderr: bool = False, markup: bool = True) -> Console:
-    """Full width when piped (no wrapping at 80 columns, no cells cut with `...`)."""
-    made = Console(stderr=stderr, highlight=False, soft_wrap=False, markup=markup)
-    if not made.is_terminal and "COLUMNS" not in os.environ:
-        made.width = PIPED_WIDTH
-    return made
+def configure_logging(*, debug: bool, quiet: bool) -> None:
+    """`--debug`: what each step reads, detects and skips, on stderr (`debug: module: ...`);
+    `--quiet`: results and errors only, no progress or notes. Default: warnings."""
+    if debug and quiet:
+        fail("--debug and --quiet exclude each other", "use one of them")
+    level = logging.DEBUG if debug else logging.ERROR if quiet else logging.WARNING
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(levelname_lower)s: %(name)s: %(message)s"))
+    handler.addFilter(_lower_level)
+    for name in LOGGED:
+        logger = logging.getLogger(name)
+        logger.setLevel(level)
+        logger.handlers[:] = [handler]
+        logger.propagate = False
+    progress.quiet = quiet
 
 
-PIPED_WIDTH = 10_000
-out = console()
-err = console(stderr=True)
-# progress lines of jobs quote workload, query and target names: printed as they are
-progress = console(stderr=True, markup=False)
+def _lower_level(record: logging.LogRecord) -> bool:
+    record.levelname_lower = record.levelname.lower()
+    return True
 
 StoreOption = Annotated[
     Path, typer.Option("--store", "-s", help="DuckDB file holding runs and observations.")

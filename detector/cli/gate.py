@@ -13,7 +13,6 @@ from detector.cli.common import (
     StoreOption,
     check_format,
     out,
-    plain,
     print_json,
     progress,
     user_errors,
@@ -49,10 +48,9 @@ def noise(
     output_format: FormatOption = "terminal",
 ) -> None:
     """A/A calibration: run one variant twice, interleaved; compare uses the noise floors."""
-    from rich.table import Table
-
     from detector.engine.comparison.query_pairs import point_order
     from detector.jobs.gate import run_noise
+    from detector.reports.tables import table
 
     def label_order(label: str) -> tuple[str, tuple[int, float, str]]:
         name, _, point = label.partition(" [")
@@ -74,10 +72,9 @@ def noise(
 
         print_json(noise_document(run_id, floors))
         return
-    table = Table("query", "noise floor", title=f"A/A run {run_id}: how far the 95% CI of the effect reaches")
-    for label, floor in sorted(floors.items(), key=lambda kv: label_order(kv[0])):
-        table.add_row(plain(label), f"{floor:.1%}")
-    out.print(table)
+    rows = [(label, f"{floor:.1%}") for label, floor in sorted(floors.items(), key=lambda kv: label_order(kv[0]))]
+    title = f"A/A run {run_id}: how far the 95% CI of the effect reaches"
+    out.print(table(("query", "noise floor"), rows, numeric=[1], title=title))
 
 
 def calibrate(

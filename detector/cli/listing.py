@@ -15,17 +15,15 @@ from detector.cli.common import (
     err,
     fail,
     out,
-    plain,
     print_json,
     user_errors,
 )
 from detector.errors import PlanshiftError
+from detector.reports.tables import table
 
 
 def runs(store: StoreOption = DEFAULT_STORE, output_format: FormatOption = "terminal") -> None:
     """List the runs in the store with their targets."""
-    from rich.table import Table
-
     from detector.model.failures import failed_queries_text
     from detector.reports.listing_json import runs_document
     from detector.store import Store
@@ -36,17 +34,12 @@ def runs(store: StoreOption = DEFAULT_STORE, output_format: FormatOption = "term
     if as_json:
         print_json(runs_document(records, targets, failed))
         return
-    table = Table("run", "label", "started", "status", "targets")
-    for record in records:
-        names = ", ".join(t.name for t in targets if t.run_id == record.run_id)
-        table.add_row(
-            str(record.run_id),
-            plain(record.label),
-            str(record.started_at)[:19],
-            record.status,
-            plain(names),
-        )
-    out.print(table)
+    rows = [
+        (record.run_id, record.label, str(record.started_at)[:19], record.status,
+         ", ".join(t.name for t in targets if t.run_id == record.run_id))
+        for record in records
+    ]  # fmt: skip
+    out.print(table(("run", "label", "started", "status", "targets"), rows, numeric=[0]))
     for record in records:
         if record.note:
             out.print(f"run {record.run_id}: {record.note}", markup=False)
@@ -60,8 +53,6 @@ def rules(
     output_format: FormatOption = "terminal",
 ) -> None:
     """List the rule catalog, or print one rule's documentation."""
-    from rich.table import Table
-
     from detector.reports.listing_json import rules_document
     from rules import all_rules, get_rule
 
@@ -71,10 +62,8 @@ def rules(
         if as_json:
             print_json(rules_document(catalog))
             return
-        table = Table("code", "name", "severity", "summary")
-        for rule in catalog:
-            table.add_row(rule.code, rule.name, rule.severity.value, rule.summary)
-        out.print(table)
+        rows = [(r.code, r.name, r.severity.value, r.summary) for r in catalog]
+        out.print(table(("code", "name", "severity", "summary"), rows))
         return
     try:
         rule = get_rule(code)

@@ -13,7 +13,6 @@ from detector.cli.common import (
     ConfigOption,
     LakeOption,
     StoreOption,
-    err,
     out,
     progress,
     user_errors,
@@ -240,10 +239,9 @@ def compare(
         settings = load_config(config)
         if approved is None and settings.approved is None and DEFAULT_LOCK.is_file():
             approved = DEFAULT_LOCK
-            err.print(
+            progress.print(
                 f"approved plans: {DEFAULT_LOCK} in the current directory (PS600 flags plans not in "
-                "it; --approved FILE for another)",
-                markup=False,
+                "it; --approved FILE for another)"
             )
         options = compare_options(
             settings,
@@ -275,6 +273,7 @@ def compare(
                 options=options,
                 verbose=verbose,
                 console=out,
+                notes=progress,
                 save=save,
             )
         exit_code = failing(worst, fail_on or settings.fail_on)

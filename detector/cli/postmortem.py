@@ -22,6 +22,7 @@ from detector.cli.common import (
     user_errors,
 )
 from detector.errors import PlanshiftError
+from detector.reports.consoles import discard
 
 AnonymizeOption = Annotated[
     bool,
@@ -176,17 +177,13 @@ def timeline(
     lake: LakeOption = None,
 ) -> None:
     """Plan fingerprints of each logged query over time: flips marked, pgss deltas around them."""
-    import io
-
-    from rich.console import Console
-
     from detector.jobs.ingest import show_timeline, show_top
     from detector.jobs.lake import store_or_lake
     from detector.reports.timeline_json import timeline_document
     from detector.reports.timeline_top import top_document
 
     as_json = check_format(output_format)
-    console = Console(file=io.StringIO()) if as_json else out
+    console = discard() if as_json else out
     if top is not None:
         with user_errors(), store_or_lake(store, lake, source, since, until) as path:
             found = show_top(
@@ -217,9 +214,18 @@ def timeline(
 
 def setup_check(
     target: Annotated[str, typer.Option("--target", "-t", help="DSN of the server to check.")],
+    output_format: FormatOption = "terminal",
 ) -> None:
-    """Report auto_explain / pg_stat_statements settings and the ones planshift recommends."""
+    """Report auto_explain / pg_stat_statements settings and the ones planshift recommends;
+    exit 1 when the server is not ready (settings to change), 2 when it cannot be checked."""
     from detector.jobs.ingest import setup_check as run_check
+    from detector.reports.setup_check import ready, render_setup_check, setup_check_document
 
+    as_json = check_format(output_format)
     with user_errors():
-        run_check(dsn=target, console=out)
+        version, checks, snippet = run_check(dsn=target)
+    if as_json:
+        print_json(setup_check_document(version, checks, snippet))
+    else:
+        render_setup_check(version, checks, snippet, out)
+    raise typer.Exit(0 if ready(checks) else 1)

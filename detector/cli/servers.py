@@ -12,7 +12,6 @@ from detector.cli.common import (
     FormatOption,
     check_format,
     out,
-    plain,
     print_json,
     progress,
     user_errors,
@@ -49,10 +48,9 @@ def servers(
     build, the majors `planshift servers add` can add, and clusters left by a killed run."""
     if ctx.invoked_subcommand is not None:
         return
-    from rich.table import Table
-
     from detector.jobs.servers import add_command, clean_orphans, list_servers
     from detector.reports.listing_json import servers_document
+    from detector.reports.tables import table
 
     as_json = check_format(output_format)
     if clean:
@@ -67,18 +65,17 @@ def servers(
         print_json(servers_document(listing))
         return
     if listing.installations:
-        table = Table(
-            "name", "version", "builder", "auto_explain", "pg_stat_statements", "JIT",
-            "compiler", "bin directory",
-        )  # fmt: skip
+        rows = []
         for inst, build in listing.installations:
             compiler = " ".join(str(build[k]) for k in ("compiled_by", "optimization") if build.get(k))
-            table.add_row(
-                inst.name, inst.version, plain(inst.builder), _yes(inst.has_auto_explain),
+            rows.append((
+                inst.name, inst.version, inst.builder, _yes(inst.has_auto_explain),
                 _yes(inst.has_pg_stat_statements), _yes(build.get("jit_available")),
-                plain(compiler or "?"), plain(inst.bindir),
-            )  # fmt: skip
-        out.print(table)
+                compiler or "?", inst.bindir,
+            ))  # fmt: skip
+        header = ("name", "version", "builder", "auto_explain", "pg_stat_statements", "JIT",
+                  "compiler", "bin directory")  # fmt: skip
+        out.print(table(header, rows))
     else:
         out.print("no PostgreSQL installation found", markup=False)
     if listing.addable:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import logging
 import socket
 from collections.abc import Sequence
 from pathlib import Path
@@ -25,6 +26,7 @@ if TYPE_CHECKING:  # the timeline's modules are imported by the commands that us
     from detector.engine.timeline.build import PgssDelta, QueryTimeline
     from detector.engine.timeline.top import TopQueries
 
+log = logging.getLogger(__name__)
 INGEST_LABEL = "ingest"
 ANONYMIZED = " (anonymized)"  # appended to the run label; targets.info has "anonymized"
 
@@ -80,11 +82,13 @@ def ingest_logs(
             ingest = LogIngest(store, target_id, options)
             for path in files:
                 size = None if path.suffix == ".gz" else path.stat().st_size
+                log.debug("reading %s (%s bytes) into run %d", path, size or "gzip", run_id)
                 with progress_bar(
                     progress_console, size, label=path.name, in_bytes=True
                 ) as advance:
                     report = ingest.ingest(path, functools.partial(advance, path.name))
                 reports.append(report)
+                log_report(report, options)
                 print_report(report, console)
             store.finish_run(run_id)
         except BaseException:
@@ -92,6 +96,30 @@ def ingest_logs(
             raise
         refuse_unreadable(store, reports)
     return reports
+
+
+def log_report(report: FileReport, options: IngestOptions) -> None:
+    """What --debug shows of a file read: how its format and prefix were found, what was
+    read and stored, and every problem kept with its line (the store's log_problems has all)."""
+    how = "as given by --format" if options.log_format else "detected from its first lines"
+    prefix = options.log_line_prefix
+    log.debug(
+        "%s: format %s%s (%s); log_line_prefix %s",
+        report.path, report.log_format, " (gzip)" if report.compressed else "", how,
+        repr(prefix) if prefix else "guessed from the common prefixes",
+    )  # fmt: skip
+    if report.resumed_at_line is not None:
+        log.debug("%s: read before: resumed at line %d", report.path, report.resumed_at_line)
+    log.debug(
+        "%s: %d messages read, %d plans stored, %d server events, %d problems (skipped)",
+        report.path, report.messages, report.plans, report.events, report.problem_count,
+    )  # fmt: skip
+    for problem in report.problems:
+        log.debug("%s:%d: skipped: %s: %s", report.path, problem.line, problem.kind, problem.message)
+    for problem in report.incomplete:
+        log.debug("%s:%d: incomplete: %s", report.path, problem.line, problem.message)
+    if report.unknown_zones:
+        log.debug("%s: time zones not understood: %s", report.path, sorted(report.unknown_zones))
 
 
 def refuse_unreadable(store: Store, reports: Sequence[FileReport]) -> None:
@@ -258,7 +286,7 @@ def show_top(
     """Print the window's top queries from the logs and from pg_stat_statements deltas."""
     from detector.engine.timeline.build import parse_time, store_pgss_deltas
     from detector.engine.timeline.top import TopQueries, check_order, top_from_logs, top_from_pgss
-    from detector.reports.timeline_top import top_lines
+    from detector.reports.timeline_top import render_top
 
     check_order(order)
     if not store_path.exists():
@@ -276,8 +304,7 @@ def show_top(
             "ingest logs with `planshift ingest`, take snapshots with `planshift snapshot`",
         )
     top = TopQueries(start, end, order, logs, pgss)
-    for line in top_lines(top):
-        console.print(line, markup=False, highlight=False, soft_wrap=True)
+    render_top(top, console)
     return top
 
 
@@ -297,32 +324,12 @@ def attach_pgss(timelines: Sequence[QueryTimeline], deltas: Sequence[PgssDelta])
                 timeline.pgss.append(delta)
 
 
-def setup_check(*, dsn: str, console: Console) -> list[Check]:
-    """Print how the server is set up for postmortems, and the settings planshift recommends."""
-    from rich.table import Table
-
+def setup_check(*, dsn: str) -> tuple[int, list[Check], str]:
+    """How the server is set up for postmortems: (server_version_num, the checks, the
+    postgresql.conf lines planshift recommends, "" when nothing is to change)."""
     from collectors.pgss import connect
     from collectors.setup_check import check_server, config_snippet
 
     with connect(dsn) as conn:
         version, checks = check_server(conn)
-    table = Table("setting", "current", "recommended", "status", "why (and what it costs)")
-    for check in checks:
-        table.add_row(
-            check.setting,
-            "(not set)" if check.current is None else repr(check.current),
-            check.recommended,
-            check.status,
-            check.why,
-        )
-    console.print(f"PostgreSQL {fmt_version(version)}", markup=False)
-    console.print(table)
-    snippet = config_snippet(checks)
-    if snippet:
-        console.print(
-            "\nrecommended postgresql.conf lines (shared_preload_libraries needs a restart):"
-        )
-        console.print(snippet, markup=False, highlight=False)
-    else:
-        console.print("\nready: auto_explain and pg_stat_statements are set up for planshift")
-    return checks
+    return version, checks, config_snippet(checks)

@@ -165,7 +165,9 @@ class QueryComparison:
     candidate: Side
     timing: TimingComparison
     point: str | None = None  # sweep point, e.g. "N=8000"
-    approved: frozenset[str] | None = None  # approved fingerprints, when a lock file is in use
+    # the lock file's approved plans of this query (and point), fingerprint -> signature, when a
+    # lock file is in use
+    approved: Mapping[str, str] | None = None
     # the run's test of which settings moved the plan (collectors/attribution.py): "tested",
     # the differing settings reverted on the candidate, and "restores", the smallest set that
     # brought the baseline's plan back (empty: none did); None when not tested

@@ -3,7 +3,7 @@
 Every format renders a ComparisonResult to text: `render("markdown", result, fail_on=...)`.
 `terminal` is the rich report (detector.reports.terminal) rendered without colour; on a
 terminal the CLI prints it through its own console instead. Reporters are imported lazily, so
-asking for `json` never imports matplotlib.
+asking for `json` never imports the HTML templates.
 
 Outputs (`--output`, repeatable): `FILE` takes its format from the extension (.json, .md,
 .xml = junit, .html, .txt = terminal) unless `--format` is given, which then applies to every
@@ -58,14 +58,13 @@ class LazyReporter:
 
 def render_terminal_text(result: ComparisonResult, *, fail_on: Severity | None) -> str:
     """The terminal report as plain text (every query shown: a file is a record)."""
-    from rich.console import Console
-
+    from detector.reports.consoles import make_console
     from detector.reports.terminal import render_terminal
 
     buffer = io.StringIO()
-    console = Console(file=buffer, width=160, color_system=None, highlight=False)
-    render_terminal(result, console, verbose=True)
-    return buffer.getvalue()
+    render_terminal(result, make_console(file=buffer), verbose=True)
+    # a file has no background to fill: no cell padding at the ends of lines
+    return "".join(line.rstrip() + "\n" for line in buffer.getvalue().splitlines())
 
 
 def render_json_text(result: ComparisonResult, *, fail_on: Severity | None) -> str:
@@ -152,7 +151,13 @@ def gate_severity(fail_on: str | None) -> Severity | None:
     """`--fail-on` as a severity; `never` (or nothing) turns the gate off."""
     if fail_on is None or fail_on == "never":
         return None
-    return Severity.parse(fail_on)
+    try:
+        return Severity.parse(fail_on)
+    except PlanshiftError:
+        choices = ", ".join([*(s.value for s in Severity), "never"])
+        raise PlanshiftError(
+            f"unknown --fail-on {fail_on!r}", f"use one of: {choices} (never: no gate)"
+        ) from None
 
 
 def write_reports(

@@ -5,6 +5,7 @@ One diagram per query, drawn as Picasso draws an optimizer's plan diagrams: a ro
 ran there (stripes by share when several did), and a legend drawing each shape as a tree of its
 nodes. Built from a comparison's sweep (two sides) or from `planshift census` (any number of
 targets): `render_census_html(build_census(...))` is a self-contained page of those diagrams.
+Laid out here, drawn by templates/diagram.svg.j2 (the page: templates/census.html.j2).
 """
 
 from __future__ import annotations
@@ -14,17 +15,16 @@ from dataclasses import dataclass
 
 from detector.engine.census import QueryCensus, _letter
 from detector.reports.common import SweepGroup, fmt_tick
-from detector.reports.escape import for_html
-from detector.reports.html_assets import CSS, csp
+from detector.reports.html_env import render_page
 from detector.reports.html_plan_diagram import (
     CHAR_WIDTH,
+    DrawnNode,
     parse_signature,
     shape_colour,
     text_colour,
+    tree_nodes,
     tree_size,
-    tree_svg,
 )
-from detector.version import __version__
 
 
 @dataclass(frozen=True)
@@ -113,6 +113,11 @@ def _shape_totals(grid: CensusGrid) -> dict[str, int]:
     return dict(sorted(totals.items(), key=lambda item: (-item[1], item[0])))
 
 
+def shape_letters(grid: CensusGrid) -> dict[str, str]:
+    """Each plan signature's letter in the diagram (A: the most executions)."""
+    return {signature: _letter(i) for i, signature in enumerate(_shape_totals(grid))}
+
+
 def _cells(grid: CensusGrid, shapes: list[str]) -> dict[tuple[str, int], list[tuple[int, int]]]:
     """(target, column) -> [(shape index, executions)], most executions first."""
     cells: dict[tuple[str, int], list[tuple[int, int]]] = {}
@@ -125,51 +130,86 @@ def _cells(grid: CensusGrid, shapes: list[str]) -> dict[tuple[str, int], list[tu
     return cells
 
 
-def diagram_svg(grid: CensusGrid, chart_id: str) -> str:
+@dataclass(frozen=True)
+class Stripe:
+    x: float
+    width: float
+    colour: str
+
+
+@dataclass(frozen=True)
+class Cell:
+    x: float
+    y: float
+    width: float
+    title: str
+    stripes: tuple[Stripe, ...]  # none: nothing ran there
+    letter: str = ""  # the most frequent shape's letter
+    mark: str = ""  # the letter, with * when several shapes ran
+    text_colour: str = ""
+
+
+@dataclass(frozen=True)
+class LegendShape:
+    letter: str
+    x: float
+    y: float
+    colour: str
+    executions: int
+    signature: str
+    nodes: tuple[DrawnNode, ...]
+
+
+@dataclass(frozen=True)
+class Diagram:
+    chart_id: str
+    name: str
+    width: float
+    height: float
+    label_x: float
+    rows: tuple[tuple[float, str, str], ...]  # (y, cut name, full name) per target
+    cells: tuple[Cell, ...]
+    ticks: tuple[tuple[float, str], ...]  # (x, text) per sweep point
+    param: tuple[float, float, str] | None  # the parameter's name under the ticks
+    legend: tuple[LegendShape, ...]
+    cell_height: int = CELL_H
+
+
+def diagram(grid: CensusGrid, chart_id: str) -> Diagram:
     """A plan diagram (as Picasso draws an optimizer's): a cell per target and sweep point in the
     colour of the plan shape it ran (stripes by share when it ran several), and a legend that
-    draws each shape as a tree of its nodes."""
+    draws each shape as a tree of its nodes (templates/diagram.svg.j2 draws it)."""
     totals = _shape_totals(grid)
     shapes = list(totals)
-    cells = _cells(grid, shapes)
+    found = _cells(grid, shapes)
     targets = list(dict.fromkeys(target for target, _ in grid.rows))
     label_chars = min(max((len(t) for t in targets), default=4), LABEL_CHARS)
     label_w = label_chars * SANS_CHAR_WIDTH + 20
     widest_tick = max((len(_tick(c)) for c in grid.columns), default=1) * CHAR_WIDTH + 8
     cell_w = min(140.0, max(30.0, min(64.0, 760 / max(len(grid.columns), 1)), widest_tick))
-    parts = []
+    rows, cells = [], []
     for row, target in enumerate(targets):
         top = 8 + row * CELL_H
-        parts.append(
-            f'<text x="{label_w - 8:.1f}" y="{top + CELL_H / 2 + 4:.1f}" text-anchor="end" '
-            f'font-size="12"><title>{for_html(target)}</title>{for_html(_cut(target))}</text>'
-        )
+        rows.append((top + CELL_H / 2 + 4, _cut(target), target))
         for column, point in enumerate(grid.columns):
-            parts.append(_cell(cells.get((target, column), []), target, point,
-                               label_w + column * cell_w, top, cell_w))  # fmt: skip
+            x = label_w + column * cell_w
+            cells.append(_cell(found.get((target, column), []), target, point, x, top, cell_w))
     bottom = 8 + len(targets) * CELL_H
     grid_w = label_w + len(grid.columns) * cell_w
     swept = any(point != "-" for point in grid.columns)  # "-": a query without sweep points
-    for column, point in enumerate(grid.columns if swept else ()):
-        parts.append(
-            f'<text x="{label_w + (column + 0.5) * cell_w:.1f}" y="{bottom + 15:.1f}" '
-            f'text-anchor="middle" font-size="11">{for_html(_tick(point))}</text>'
-        )
+    ticks = tuple(
+        (label_w + (column + 0.5) * cell_w, _tick(point))
+        for column, point in enumerate(grid.columns if swept else ())
+    )
+    param = None
     if swept:
-        parts.append(
-            f'<text x="{label_w + (grid_w - label_w) / 2:.1f}" y="{bottom + 32:.1f}" '
-            f'text-anchor="middle" font-size="12" fill="#666">{for_html(grid.param)}</text>'
-        )
+        param = (label_w + (grid_w - label_w) / 2, bottom + 32, grid.param)
         bottom += 32
     legend, width, height = _legend(totals, max(grid_w, 900.0), bottom + 20)
-    width = max(width, grid_w)
-    return (
-        f'<svg class="chart" data-kind="plan-diagram" role="img" data-chart="{chart_id}" '
-        f'aria-label="plan diagram of {for_html(grid.name)}" viewBox="0 0 {width:.0f} '
-        f'{height:.0f}" width="{width:.0f}" height="{height:.0f}" '
-        f'xmlns="http://www.w3.org/2000/svg" font-family="system-ui, sans-serif">'
-        f"{''.join(parts)}{legend}</svg>"
-    )
+    return Diagram(
+        chart_id, grid.name, max(width, grid_w), height, label_w - 8, tuple(rows), tuple(cells),
+        ticks, param, tuple(legend),
+    )  # fmt: skip
 
 
 def _cut(text: str) -> str:
@@ -177,87 +217,67 @@ def _cut(text: str) -> str:
 
 
 def _cell(
-    found: list[tuple[int, int]],
-    target: str,
-    point: str,
-    x: float,
-    y: float,
-    width: float,
-) -> str:
+    found: list[tuple[int, int]], target: str, point: str, x: float, y: float, width: float
+) -> Cell:
     total = sum(count for _, count in found)
     if not total:
-        return (
-            f'<rect x="{x + 1:.1f}" y="{y + 1:.1f}" width="{width - 2:.1f}" height="{CELL_H - 2}" '
-            f'fill="#f2f2f2"><title>{for_html(target)} at {for_html(point)}: no execution</title>'
-            "</rect>"
-        )
+        return Cell(x + 1, y + 1, width - 2, f"{target} at {point}: no execution", ())
     stripes, left = [], x + 1
     for index, count in found:
         share = (width - 2) * count / total
-        stripes.append(
-            f'<rect x="{left:.1f}" y="{y + 1:.1f}" width="{share:.1f}" height="{CELL_H - 2}" '
-            f'fill="{shape_colour(index)}"/>'
-        )
+        stripes.append(Stripe(left, share, shape_colour(index)))
         left += share
     first = found[0][0]
-    mark = _letter(first) + ("*" if len(found) > 1 else "")
     title = ", ".join(f"{_letter(i)} {count}" for i, count in found)
-    return (
-        f'<g class="cell" data-shape="{_letter(first)}">'
-        f"<title>{for_html(target)} at {for_html(point)}: {title} executions</title>"
-        f'{"".join(stripes)}<text x="{x + width / 2:.1f}" y="{y + CELL_H / 2 + 4:.1f}" '
-        f'text-anchor="middle" font-size="11" font-weight="600" '
-        f'fill="{text_colour(shape_colour(first))}">{mark}</text></g>'
-    )
+    return Cell(
+        x + 1, y + 1, width - 2, f"{target} at {point}: {title} executions", tuple(stripes),
+        _letter(first), _letter(first) + ("*" if len(found) > 1 else ""),
+        text_colour(shape_colour(first)),
+    )  # fmt: skip
 
 
-def _legend(totals: dict[str, int], budget: float, top: float) -> tuple[str, float, float]:
+def _legend(
+    totals: dict[str, int], budget: float, top: float
+) -> tuple[list[LegendShape], float, float]:
     """Each shape's swatch, letter, executions and tree, laid out left to right, wrapping."""
-    parts, x, y, row_h, width = [], 0.0, top, 0.0, 0.0
+    entries, x, y, row_h, width = [], 0.0, top, 0.0, 0.0
     for index, signature in enumerate(totals):
         tree = parse_signature(signature)
         tree_w, tree_h = tree_size(tree)
         entry_w = max(tree_w, 150.0)
         if x and x + entry_w > budget:
             x, y, row_h = 0.0, y + row_h + 14, 0.0
-        colour, letter = shape_colour(index), _letter(index)
-        parts.append(
-            f'<g class="shape" data-shape="{letter}" data-nodes="{tree.size()}">'
-            f"<title>{for_html(signature)}</title>"
-            f'<rect x="{x:.1f}" y="{y:.1f}" width="14" height="14" fill="{colour}"/>'
-            f'<text x="{x + 20:.1f}" y="{y + 11:.1f}" font-size="12"><tspan font-weight="700">'
-            f"{letter}</tspan> {totals[signature]:,} executions</text>"
-            f"{tree_svg(tree, x, y + 20, colour, letter)}</g>"
-        )
+        entries.append(
+            LegendShape(_letter(index), x, y, shape_colour(index), totals[signature], signature,
+                        tuple(tree_nodes(tree, x, y + 20)))
+        )  # fmt: skip
         row_h = max(row_h, 20 + tree_h)
         width = max(width, x + entry_w)
         x += entry_w + 24
-    return "".join(parts), width, y + row_h + 6
+    return entries, width, y + row_h + 6
+
+
+@dataclass(frozen=True)
+class CensusBlock:
+    name: str
+    diagram: Diagram
+    switches: tuple[tuple[str, str, str, str, str], ...]  # describe, from/to letter, signatures
 
 
 def render_census_html(censuses: Sequence[QueryCensus]) -> str:
     """A self-contained page: one plan diagram per query, with its switch points."""
     blocks = []
     for index, census in enumerate(censuses):
-        switches = "".join(
-            f"<li>{for_html(s.describe())}: <b>{census.letter(s.from_signature)}</b> → "
-            f"<b>{census.letter(s.to_signature)}</b> (<code>{for_html(s.from_signature)}</code> → "
-            f"<code>{for_html(s.to_signature)}</code>)</li>"
+        switches = tuple(
+            (s.describe(), census.letter(s.from_signature), census.letter(s.to_signature),
+             s.from_signature, s.to_signature)
             for s in census.switches()
-        )
-        blocks.append(
-            f"<h2>{for_html(census.query_name)}</h2>"
-            f"{diagram_svg(grid_from_census(census), f'census{index}')}"
-            + (f"<ul>{switches}</ul>" if switches else "<p class=note>no switch point</p>")
-        )
+        )  # fmt: skip
+        grid = diagram(grid_from_census(census), f"census{index}")
+        blocks.append(CensusBlock(census.query_name, grid, switches))
     targets = sorted({t for c in censuses for t in c.targets})
     points = {p for c in censuses for p in c.points if p}
-    return (
-        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
-        f"{csp('')}<title>planshift census</title><style>{CSS}</style></head><body><header>"
-        f"<h1>planshift census</h1><div class=meta>{len(targets)} targets: "
-        f"{for_html(', '.join(targets))}; {len(points)} sweep points</div></header>"
-        f"<main>{''.join(blocks)}<p class=note>{for_html(DIAGRAM_NOTE)}</p></main>"
-        f"<footer>planshift {for_html(__version__)}: a self-contained page (no network).</footer>"
-        "</body></html>\n"
-    )
+    return render_page(
+        "census.html.j2", script=False, blocks=blocks, targets=targets, points=len(points),
+        note=DIAGRAM_NOTE,
+    )  # fmt: skip

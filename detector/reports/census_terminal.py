@@ -5,10 +5,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from rich.console import Console
-from rich.table import Table
 
 from detector.engine.census import QueryCensus
-from detector.reports.escape import for_markup, single_line
+from detector.reports.escape import single_line
+from detector.reports.tables import table
 
 
 def cell(census: QueryCensus, target: str, point: str | None) -> str:
@@ -21,14 +21,10 @@ def cell(census: QueryCensus, target: str, point: str | None) -> str:
 
 def render_census(censuses: Sequence[QueryCensus], console: Console) -> None:
     for census in censuses:
-        title = for_markup(census.query_name)
-        table = Table(title=title, title_justify="left", title_style="bold")
-        table.add_column("target")
-        for point in census.points:
-            table.add_column(for_markup(point or "samples"), justify="right")
-        for target in census.targets:
-            table.add_row(for_markup(target), *(cell(census, target, p) for p in census.points))
-        console.print(table)
+        header = ("target", *(point or "samples" for point in census.points))
+        rows = [(t, *(cell(census, t, p) for p in census.points)) for t in census.targets]
+        numeric = range(1, len(header))
+        console.print(table(header, rows, numeric=numeric, title=single_line(census.query_name)))
         for signature in census.signatures:
             console.print(single_line(f"  {census.letter(signature)} = {signature}"), markup=False)
         for switch in census.switches():

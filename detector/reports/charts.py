@@ -1,225 +1,312 @@
-"""Charts for the HTML report, drawn by matplotlib and inlined as SVG (works offline).
+"""Charts of the HTML report, as geometry for templates/chart.svg.j2 (inline SVG, works offline).
 
-No pyplot and no global backend: each chart is a `Figure` saved with the SVG backend, with a
-fixed hash salt and no date, so the same data gives the same bytes. Element ids get a per-chart
-prefix because several SVGs share one HTML document's id space.
+Two charts: a query's latency CDF (both sides, median/p90/p99 marked) and seed 000's sweep chart
+(each side's estimated cost and measured duration against the swept parameter, marker shape =
+plan shape, a vertical line where the costs and where the durations cross). Python lays them out
+(scales, ticks, label rows that never overlap); the template only draws. The same data gives the
+same bytes.
 """
 
 from __future__ import annotations
 
-import io
-import re
-from collections.abc import Sequence
-from contextlib import AbstractContextManager
-from typing import Any, cast
-
-import matplotlib
-import numpy as np
-from matplotlib.axes import Axes
-from matplotlib.figure import Figure
-from matplotlib.lines import Line2D
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 
 from detector.model import QueryComparison
 from detector.model.units import fmt_ms
+from detector.reports.chart_axes import Scale, bounds, spread
 from detector.reports.common import SweepGroup, fmt_number, fmt_tick
-from detector.reports.escape import for_matplotlib
 from detector.reports.sweeps import SweepAnalysis
 
-BASELINE = "#3b6fb6"
-CANDIDATE = "#e07b39"
-MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
-RC = {
-    "svg.hashsalt": "planshift",
-    "svg.fonttype": "none",
-    "font.size": 9,
-    "axes.spines.top": False,
-    "axes.grid": True,
-    "grid.color": "#e4e4e4",
-    "grid.linewidth": 0.6,
-}
+TONES = ("base", "cand")  # the sides' colours (report.css: svg.chart .base, .cand)
+SHAPES = ("circle", "square", "triangle", "diamond", "down", "plus", "cross", "star")
+CHAR = 6.2  # px per character of the charts' 11px sans-serif labels (wide enough for most fonts)
+LABEL_ROW = 15  # px per row of crossing labels
+MAX_POINT_TICKS = 12  # a sweep of more points gets round ticks, not one per point
+MAX_STEPS = 240  # a CDF of more samples is drawn through this many quantiles
+PERCENTILES = (("median", "circle", 0.5), ("p90", "square", 0.9), ("p99", "triangle", 0.99))
 
 
-def _rc() -> AbstractContextManager[None]:
-    return matplotlib.rc_context(cast(Any, RC))
+@dataclass(frozen=True)
+class Tick:
+    at: float  # px along its axis
+    text: str
 
 
-def to_svg(fig: Figure, chart_id: str) -> str:
-    """The figure as an `<svg>` element: no XML prolog, responsive, ids prefixed with chart_id."""
-    buffer = io.StringIO()
-    with _rc():
-        fig.savefig(buffer, format="svg", metadata={"Date": None, "Creator": "planshift"})
-    text = buffer.getvalue()
-    text = text[text.index("<svg") :]
-    text = re.sub(r'id="([^"]+)"', rf'id="{chart_id}-\1"', text)
-    text = re.sub(r'(href="#|url\(#)([^")]+)', rf"\1{chart_id}-\2", text)
-    text = re.sub(r'<svg ([^>]*?)width="[^"]*" height="[^"]*"', r"<svg \1", text, count=1)
-    return text.replace("<svg ", f'<svg class="chart" role="img" data-chart="{chart_id}" ', 1)
+@dataclass(frozen=True)
+class Line:
+    d: str  # SVG path
+    tone: str  # base, cand or grey (a CSS class)
+    dash: str = ""  # dash or dot (a CSS class); "" solid
 
 
-def _figure(width: float, height: float) -> Figure:
-    with _rc():
-        return Figure(figsize=(width, height), layout="constrained")
+@dataclass(frozen=True)
+class Mark:
+    d: str  # SVG path of the marker
+    tone: str
+    hollow: bool
+    title: str
 
 
-def _spread(values: Sequence[float]) -> bool:
-    """Worth a log axis: positive values over more than ~1.5 decades."""
-    positive = [v for v in values if v > 0]
-    return len(positive) == len(values) and bool(positive) and max(positive) / min(positive) > 30
+@dataclass(frozen=True)
+class Rule:
+    """A vertical line across the plot (a crossing, a median)."""
+
+    x: float
+    top: float
+    bottom: float
+    tone: str
+    dash: str
 
 
-PERCENTILE_MARKERS = (("median", "o", 0.5), ("p90", "s", 0.9), ("p99", "^", 0.99))
+@dataclass(frozen=True)
+class Label:
+    x: float
+    y: float
+    text: str
+    anchor: str = "start"
 
 
-def cdf_chart(query: QueryComparison, chart_id: str) -> str:
+@dataclass(frozen=True)
+class LegendEntry:
+    x: float
+    y: float
+    text: str
+    tone: str
+    dash: str = ""  # a line sample unless `shape` is set
+    shape: str = ""
+
+    @property
+    def d(self) -> str:
+        return marker(self.shape, self.x + 13, self.y - 4) if self.shape else ""
+
+
+@dataclass(frozen=True)
+class Chart:
+    chart_id: str
+    kind: str
+    title: str  # the chart's accessible name
+    width: float
+    height: float
+    left: float
+    top: float
+    right: float
+    bottom: float
+    x_ticks: tuple[Tick, ...]
+    y_ticks: tuple[Tick, ...]
+    y2_ticks: tuple[Tick, ...] = ()
+    x_title: str = ""
+    y_title: str = ""
+    y2_title: str = ""
+    lines: tuple[Line, ...] = ()
+    marks: tuple[Mark, ...] = ()
+    rules: tuple[Rule, ...] = ()
+    labels: tuple[Label, ...] = ()
+    legend: tuple[LegendEntry, ...] = field(default=())
+
+
+def marker(shape: str, x: float, y: float, r: float = 3.6) -> str:
+    """The SVG path of a marker centred on (x, y)."""
+    if shape == "circle":
+        return f"M{x - r:.1f},{y:.1f}a{r},{r} 0 1,0 {2 * r},0a{r},{r} 0 1,0 {-2 * r},0Z"
+    corners = {
+        "square": ((-r, -r), (r, -r), (r, r), (-r, r)),
+        "triangle": ((0, -r * 1.2), (r * 1.1, r * 0.8), (-r * 1.1, r * 0.8)),
+        "down": ((0, r * 1.2), (r * 1.1, -r * 0.8), (-r * 1.1, -r * 0.8)),
+        "diamond": ((0, -r * 1.3), (r, 0), (0, r * 1.3), (-r, 0)),
+        "plus": ((-r / 3, -r), (r / 3, -r), (r / 3, -r / 3), (r, -r / 3), (r, r / 3),
+                 (r / 3, r / 3), (r / 3, r), (-r / 3, r), (-r / 3, r / 3), (-r, r / 3),
+                 (-r, -r / 3), (-r / 3, -r / 3)),
+        "cross": ((-r, -r / 2), (-r / 2, -r), (0, -r / 2), (r / 2, -r), (r, -r / 2), (r / 2, 0),
+                  (r, r / 2), (r / 2, r), (0, r / 2), (-r / 2, r), (-r, r / 2), (-r / 2, 0)),
+    }.get(shape)  # fmt: skip
+    if corners is None:  # star
+        corners = tuple(
+            ((r * 1.3 if i % 2 == 0 else r * 0.55) * math.sin(i * math.pi / 5),
+             -(r * 1.3 if i % 2 == 0 else r * 0.55) * math.cos(i * math.pi / 5))
+            for i in range(10)
+        )  # fmt: skip
+    return "M" + "L".join(f"{x + dx:.1f},{y + dy:.1f}" for dx, dy in corners) + "Z"
+
+
+def _px(value: float) -> str:
+    return f"{value:.1f}".removesuffix(".0")
+
+
+def _path(xy: Sequence[tuple[float, float]]) -> str:
+    """A polyline through the points."""
+    return "M" + "L".join(f"{_px(x)},{_px(y)}" for x, y in xy)
+
+
+def _step_path(corners: Sequence[tuple[float, float]]) -> str:
+    """A step line through corners that alternate a vertical and a horizontal move (as
+    `_steps` makes them): `V` and `H` take one number where a corner takes two."""
+    (x, y), moves = corners[0], []
+    for index, (cx, cy) in enumerate(corners[1:]):
+        if index % 2 == 0 and cy != y:
+            moves.append(f"V{_px(cy)}")
+        elif index % 2 and cx != x:
+            moves.append(f"H{_px(cx)}")
+        x, y = cx, cy
+    return f"M{_px(corners[0][0])},{_px(corners[0][1])}" + "".join(moves)
+
+
+def _steps(values: list[float]) -> list[tuple[float, float]]:
+    """The empirical CDF as (value, fraction) corners of a step line (drawn `post`)."""
+    count = len(values)
+    if count > MAX_STEPS:
+        values = [values[round(i * (count - 1) / (MAX_STEPS - 1))] for i in range(MAX_STEPS)]
+    out = [(values[0], 0.0)]
+    for index, value in enumerate(values):
+        fraction = (index + 1) / len(values)
+        out += [(value, out[-1][1]), (value, fraction)]
+    return out[1:]
+
+
+def cdf_chart(query: QueryComparison, chart_id: str) -> Chart:
     """Empirical CDF of both sides' durations, median/p90/p99 marked on each curve."""
-    with _rc():
-        fig = _figure(6.2, 3.0)
-        ax = fig.add_subplot()
-        everything: list[float] = []
-        handles: list[Line2D] = []
-        for side, color in ((query.baseline, BASELINE), (query.candidate, CANDIDATE)):
-            values = np.sort(np.asarray(side.durations_ms, dtype=float))
-            if not len(values):
-                continue
-            everything.extend(values.tolist())
-            y = np.arange(1, len(values) + 1) / len(values)
-            ax.step(values, y, where="post", color=color, linewidth=1.6)
-            label = f"{for_matplotlib(side.label)} (n={len(values)})"
-            if side.timing:
-                picks = (side.timing.median_ms, side.timing.p90_ms, side.timing.p99_ms)
-                for (_, marker, quantile), value in zip(PERCENTILE_MARKERS, picks, strict=True):
-                    ax.plot(
-                        [value],
-                        [quantile],
-                        marker=marker,
-                        color=color,
-                        markersize=6,
-                        markeredgecolor="white",
-                        markeredgewidth=0.8,
-                    )
-                ax.axvline(side.timing.median_ms, color=color, linewidth=0.8, linestyle=":")
-                label += (
-                    ": "
-                    + ", ".join(
-                        f"{name} {fmt_ms(v)}"
-                        for (name, _, _), v in zip(PERCENTILE_MARKERS, picks, strict=True)
-                    )
-                    + " ms"
-                )
-            handles.append(Line2D([], [], color=color, linewidth=1.6, label=label))
-        handles += [
-            Line2D([], [], linestyle="none", marker=m, color="#555555", label=name)
-            for name, m, _ in PERCENTILE_MARKERS
-        ]
-        if _spread(everything):
-            ax.set_xscale("log")
-        ax.set_xlabel("duration (ms)")
-        ax.set_ylabel("fraction of executions")
-        ax.set_ylim(0, 1.04)
-        fig.legend(
-            handles=handles, loc="outside lower center", ncols=1, fontsize=7.5, frameon=False
-        )
-    return to_svg(fig, chart_id)
+    sides = [(s, c) for s, c in ((query.baseline, "base"), (query.candidate, "cand"))
+             if s.durations_ms]  # fmt: skip
+    everything = [float(v) for side, _ in sides for v in side.durations_ms]
+    log = spread(everything)
+    width, left, right, top, bottom = 620.0, 52.0, 604.0, 10.0, 196.0
+    x = Scale(*bounds(everything, log), left, right, log)
+    y = Scale(0.0, 1.0, bottom, top, False)
+    lines, marks, rules = [], [], []
+    entries: list[tuple[str, str, str]] = []  # (text, tone, shape)
+    for side, tone in sides:
+        values = sorted(float(v) for v in side.durations_ms)
+        lines.append(Line(_step_path([(x(v), y(f)) for v, f in _steps(values)]), tone))
+        if side.timing:  # the numbers are in the timings table beside the chart
+            picks = (side.timing.median_ms, side.timing.p90_ms, side.timing.p99_ms)
+            for (_, shape, quantile), value in zip(PERCENTILES, picks, strict=True):
+                marks.append(Mark(marker(shape, x(value), y(quantile)), tone, False, ""))
+            rules.append(Rule(x(side.timing.median_ms), top, bottom, tone, "dot"))
+        entries.append((f"{side.label} (n={len(values)})", tone, ""))
+    entries += [(name, "grey", shape) for name, shape, _ in PERCENTILES]
+    legend, row = flow(entries, left, right, bottom + 40)
+    return Chart(
+        chart_id, "cdf", f"latency CDF of {query.label}", width, row + 10, left, top, right,
+        bottom, _ticks(x, _plain), tuple(Tick(y(t), f"{t:g}") for t in (0, 0.25, 0.5, 0.75, 1)),
+        x_title="duration (ms)", y_title="fraction of executions", lines=tuple(lines),
+        marks=tuple(marks), rules=tuple(rules), legend=tuple(legend),
+    )  # fmt: skip
 
 
-def sweep_chart(group: SweepGroup, analysis: SweepAnalysis, chart_id: str) -> str:
-    """Seed 000's chart: estimated cost (solid, left axis) and measured median duration (dashed,
-    right axis) of each side's plan against the swept parameter; marker shape = plan shape;
-    vertical lines where the costs cross and where the durations cross."""
+def flow(
+    entries: Sequence[tuple[str, str, str]], left: float, right: float, top: float
+) -> tuple[list[LegendEntry], float]:
+    """Legend entries (text, tone, marker shape or "" for a line) left to right, wrapping;
+    returns them and the baseline of the last row."""
+    out, x, row = [], left, top
+    for text, tone, shape in entries:
+        width = 32 + len(text) * CHAR + 16
+        if x > left and x + width > right:
+            x, row = left, row + 16
+        out.append(LegendEntry(x, row, text, tone, shape=shape))
+        x += width
+    return out, row
+
+
+def _plain(value: float) -> str:
+    return f"{value:g}"
+
+
+def _ticks(scale: Scale, fmt: Callable[[float], str]) -> tuple[Tick, ...]:
+    return tuple(Tick(scale(t), fmt(t)) for t in scale.ticks())
+
+
+def label_rows(
+    wanted: Sequence[tuple[float, str]], left: float, right: float
+) -> list[tuple[Label, int]]:
+    """Labels at x positions, each in the first row where it overlaps no other label: (label,
+    row). A label reads rightwards from its line, or ends at it when it would leave the chart;
+    it is kept between `left` and `right`."""
+    rows: list[float] = []  # the right end of the last label of each row
+    placed = []
+    for x, text in sorted(wanted):
+        width = len(text) * CHAR
+        start = x + 3 if x + 3 + width <= right else x - 3 - width
+        start = min(max(start, left), right - width)
+        row = next((i for i, end in enumerate(rows) if end + 8 <= start), len(rows))
+        if row == len(rows):
+            rows.append(0.0)
+        rows[row] = start + width
+        placed.append((Label(start, 0.0, text), row))
+    return placed
+
+
+def sweep_chart(group: SweepGroup, analysis: SweepAnalysis, chart_id: str) -> Chart:
+    """Seed 000's chart: estimated cost (solid, left axis) and median duration (dashed, right
+    axis) of each side's plan per point; vertical lines where the costs and durations cross."""
     xs = [p.value for p in group.points]
-    with _rc():
-        fig = _figure(7.4, 3.6)
-        cost_ax = fig.add_subplot()
-        time_ax: Axes = cost_ax.twinx()
-        time_ax.grid(False)
-        for series, color in zip(analysis.series, (BASELINE, CANDIDATE), strict=True):
-            label = for_matplotlib(series.label)
-            cost_ax.plot(xs, series.costs, color=color, linewidth=1.5, label=f"{label} cost")
-            time_ax.plot(
-                xs,
-                series.durations,
-                color=color,
-                linewidth=1.5,
-                linestyle="--",
-                label=f"{label} duration",
-            )
-            for x, cost, duration, shape in zip(
-                xs, series.costs, series.durations, series.shapes, strict=True
-            ):
-                marker = MARKERS[analysis.shape_index[shape] % len(MARKERS)]
-                cost_ax.plot([x], [cost], marker=marker, color=color, markersize=6)
-                time_ax.plot(
-                    [x],
-                    [duration],
-                    marker=marker,
-                    color=color,
-                    markersize=6,
-                    markerfacecolor="white",
-                )
-        if analysis.log_x:
-            cost_ax.set_xscale("log")
-        _mark_crossings(cost_ax, group, analysis)
-        for ax, values in ((cost_ax, analysis.all_costs()), (time_ax, analysis.all_durations())):
-            if _spread(values):
-                ax.set_yscale("log")
-        if not group.numeric:
-            cost_ax.set_xticks(xs, [for_matplotlib(p.text) for p in group.points])
-        cost_ax.set_xlabel(for_matplotlib(group.param))
-        cost_ax.set_ylabel("estimated cost (solid)")
-        time_ax.set_ylabel("median duration, ms (dashed)")
-        handles = [
-            Line2D([], [], color=color, label=for_matplotlib(series.label))
-            for series, color in zip(analysis.series, (BASELINE, CANDIDATE), strict=True)
-        ] + [
-            Line2D(
-                [],
-                [],
-                linestyle="none",
-                marker=MARKERS[i % len(MARKERS)],
-                color="#444444",
-                label=for_matplotlib(_short(shape)),
-            )
-            for shape, i in sorted(analysis.shape_index.items(), key=lambda kv: kv[1])
-        ]
-        fig.legend(
-            handles=handles, loc="outside lower center", ncols=2, fontsize=7.5, frameon=False
-        )
-    return to_svg(fig, chart_id)
-
-
-def _mark_crossings(ax: Axes, group: SweepGroup, analysis: SweepAnalysis) -> None:
-    """A vertical line per crossing, labelled at the top on a white ground; a label closer than
-    a fifth of the axis to the previous one steps down a line so the two do not print over each
-    other, and a label in the right quarter of the axis reads leftwards so it stays inside."""
-    crossings = sorted(
-        [
-            *((c, "-", "costs cross") for c in analysis.cost_crossings),
-            *((c, "--", "durations cross") for c in analysis.duration_crossings),
-        ]
+    width, left, right = 760.0, 64.0, 690.0
+    crossings = [
+        *((c, "", f"costs cross {group.param}≈{fmt_number(c)}") for c in analysis.cost_crossings),
+        *((c, "dash", f"durations cross {group.param}≈{fmt_number(c)}")
+          for c in analysis.duration_crossings),
+    ]  # fmt: skip
+    x = Scale(min(xs), max(xs), left + 12, right - 12, analysis.log_x)
+    if len(xs) == 1 or min(xs) == max(xs):
+        x = Scale(xs[0] - 1, xs[0] + 1, left + 12, right - 12, False)
+    placed = label_rows([(x(c), text) for c, _, text in crossings], left, right)
+    band = max((row for _, row in placed), default=-1) + 1
+    top = 10.0 + band * LABEL_ROW + (6 if band else 0)
+    bottom = top + 230
+    costs, durations = analysis.all_costs(), analysis.all_durations()
+    cost_log, time_log = spread(costs), spread(durations)
+    y = Scale(*bounds(costs, cost_log, floor_zero=True), bottom, top, cost_log)
+    y2 = Scale(*bounds(durations, time_log, floor_zero=True), bottom, top, time_log)
+    lines, marks = [], []
+    for series, tone in zip(analysis.series, TONES, strict=True):
+        timed = [(a, d) for a, d in zip(xs, series.durations, strict=True) if not math.isnan(d)]
+        lines.append(Line(_path([(x(a), y(c)) for a, c in zip(xs, series.costs, strict=True)]),
+                          tone))  # fmt: skip
+        if timed:
+            lines.append(Line(_path([(x(a), y2(d)) for a, d in timed]), tone, "dash"))
+        for point, cost, duration, shape in zip(
+            group.points, series.costs, series.durations, series.shapes, strict=True
+        ):
+            form = SHAPES[analysis.shape_index[shape] % len(SHAPES)]
+            where = f"{series.label} at {group.param}={point.text}"
+            marks.append(Mark(marker(form, x(point.value), y(cost)), tone, False,
+                              f"{where}: cost {cost:,.1f}, {shape}"))  # fmt: skip
+            if not math.isnan(duration):
+                marks.append(Mark(marker(form, x(point.value), y2(duration)), tone, True,
+                                  f"{where}: median {fmt_ms(duration)} ms, {shape}"))  # fmt: skip
+    rules = [Rule(x(c), 8.0, bottom, "grey", dash) for c, dash, _ in crossings]
+    labels = [
+        Label(label.x, 10.0 + row * LABEL_ROW + 10, label.text, label.anchor)
+        for label, row in placed
+    ]
+    ticks = tuple(
+        Tick(x(p.value), fmt_tick(p.value) if group.numeric else p.text) for p in group.points
     )
-    to_axes = ax.transData + ax.transAxes.inverted()
-    previous, step = -1.0, 0
-    for crossing, style, text in crossings:
-        ax.axvline(crossing, color="#555555", linestyle=style, linewidth=1)
-        where = float(to_axes.transform((crossing, ax.get_ylim()[0]))[0])
-        step = step + 1 if where - previous < 0.2 else 0
-        previous, right = where, where > 0.75
-        ax.annotate(
-            f"{text}\n{for_matplotlib(group.param)}≈{fmt_number(crossing)}",
-            (crossing, 1.0),
-            xycoords=("data", "axes fraction"),
-            fontsize=7,
-            ha="right" if right else "left",
-            va="top",
-            xytext=(-3 if right else 3, -20 * (step % 3)),
-            textcoords="offset points",
-            bbox={"boxstyle": "square,pad=0.15", "facecolor": "white", "edgecolor": "none"},
-        )
+    if group.numeric and len(group.points) > MAX_POINT_TICKS:
+        ticks = _ticks(x, fmt_tick)
+    legend, row = _sweep_legend(analysis, left, bottom + 44, right)
+    return Chart(
+        chart_id, "sweep", f"cost and duration of {group.name} against {group.param}", width,
+        row + 10, left, top, right, bottom, ticks, _ticks(y, fmt_tick), _ticks(y2, _plain),
+        x_title=group.param, y_title="estimated cost (solid)",
+        y2_title="median duration, ms (dashed)", lines=tuple(lines), marks=tuple(marks),
+        rules=tuple(rules), labels=tuple(labels), legend=tuple(legend),
+    )  # fmt: skip
 
 
-def _tick(group: SweepGroup, text: str) -> str:
-    return fmt_tick(float(text)) if group.numeric else text
-
-
-def _short(signature: str, width: int = 70) -> str:
-    return signature if len(signature) <= width else signature[: width - 1] + "…"
+def _sweep_legend(
+    analysis: SweepAnalysis, left: float, top: float, right: float
+) -> tuple[list[LegendEntry], float]:
+    entries, x, row = [], left, top
+    for series, tone in zip(analysis.series, TONES, strict=True):
+        entries.append(LegendEntry(x, row, series.label, tone))
+        x += 40 + len(series.label) * CHAR + 16
+    entries.append(LegendEntry(x, row, "cost", "grey"))
+    entries.append(LegendEntry(x + 80, row, "duration", "grey", dash="dash"))
+    for shape, index in sorted(analysis.shape_index.items(), key=lambda kv: kv[1]):
+        row += 16
+        text = shape if len(shape) <= 110 else shape[:109] + "…"
+        form = SHAPES[index % len(SHAPES)]
+        entries.append(LegendEntry(left, row, text, "grey", shape=form))
+    return entries, row

@@ -2,14 +2,14 @@
 
 Every text an attacker may control (query names and SQL, target and setting names, relation
 names inside plan signatures, finding messages that quote them) goes through one of these
-before it reaches a terminal, an XML or HTML document, a Markdown comment or a chart.
+before it reaches a terminal, an XML document or a Markdown comment; the HTML reports' templates
+escape what they print (detector.reports.html_env) after `visible`.
 `visible` is the rule under all of them: escape sequences (CSI, OSC, DCS...) and C0/C1 control
 characters are dropped, so a name reads the same in every format, and benign text is unchanged.
 """
 
 from __future__ import annotations
 
-import html
 import re
 
 from rich.markup import escape as rich_escape
@@ -51,16 +51,6 @@ def for_markup(text: str) -> str:
 def for_xml(text: str) -> str:
     """Characters XML 1.0 allows, without the DEL and C1 controls it tolerates."""
     return _NOT_XML.sub("", visible(text))
-
-
-def for_html(text: str) -> str:
-    """Element text and quoted attribute values."""
-    return html.escape(visible(text))
-
-
-def for_matplotlib(text: str) -> str:
-    """A chart label: `$` would start mathtext, which fails on most text."""
-    return visible(text).replace("$", r"\$")
 
 
 def markdown_inline(text: str) -> str:

@@ -1,26 +1,38 @@
-"""The HTML report's plan diff: both sides' plan trees, matched nodes on one row, each side headed
-by the conditions it ran under and its plan's JSON, every node with its actuals over its loops."""
+"""The HTML report's plan diff (templates/plan_diff.html.j2): both sides' plan trees, matched
+nodes on one row, each node with its conditions and the counters that explain a flip (Index
+Cond, Recheck Cond, Filter, rows removed, exact/lossy heap blocks, workers ...) in visible text,
+each side headed by the conditions it ran under and its plan's JSON, and one line above the
+table saying what changed."""
 
 from __future__ import annotations
 
-from detector.model import ComparisonResult, PlanNode, PlanVariant, QueryComparison, Side
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from detector.engine.comparison.plan_mix import mix_text
+from detector.model import ComparisonResult, Finding, PlanNode, PlanVariant, QueryComparison, Side
 from detector.model.fingerprint import node_label
 from detector.model.plan import normalized_cost
+from detector.model.plan_details import NodeDetails, node_details
 from detector.model.units import fmt_ms, fmt_version
 from detector.reports.common import condition_text, fmt_count
-from detector.reports.escape import for_html
-from detector.reports.html_plan_json import json_controls
+from detector.reports.html_plan_json import PlanControls, PlanDocuments
 from detector.reports.plan_diff import DiffRow, FlatNode, align, node_totals, q_error
 
 Q_ERROR_MARK = 10.0  # estimated vs actual rows off by this factor or more are marked
 SETTINGS_SHOWN = 6  # settings that differ named in a side's heading; the rest are counted
 NUMBER_COLUMNS = ("est. rows", "rows", "loops", "time ms", "buffers")
+CLAUSE_CHARS = 140  # a finding's first clause in the what-changed line is cut here
 LEGEND = (
     "One EXPLAIN ANALYZE of each side's most frequent plan. Every number is a total over the "
     "node's loops: PostgreSQL prints rows and time per loop, here they are multiplied by loops "
     "(the estimate too), as buffers already are. time ms includes the node's children and, on "
     "parallel nodes, sums the workers (it can exceed the wall clock); - when measured without "
-    "TIMING. buffers = shared hit + read. Hover a node for its cost and buffer detail."
+    "TIMING. buffers = shared hit + read. Under each node, its conditions and counters as "
+    "EXPLAIN prints them (rows removed per loop); those that differ from the matched node of the "
+    "other side are marked. Hover a node for its cost (per loop, as the planner estimates it) "
+    "and buffer detail. copy JSON and download give PostgreSQL's EXPLAIN JSON of the plan, to "
+    "paste into pev2 / explain.dalibo.com."
 )
 
 
@@ -64,32 +76,61 @@ def side_conditions(result: ComparisonResult, role: str, side: Side) -> list[str
     return lines
 
 
-def _extras(node: PlanNode) -> str:
-    parts = []
-    if node.actual_loops == 0:
-        parts.append("never executed")
-    if node.sort_method:
-        parts.append(
-            f"{node.sort_method}" + (f" ({node.sort_space_type})" if node.sort_space_type else "")
-        )
-    if node.hash_batches and node.hash_batches > 1:
-        parts.append(f"{node.hash_batches} batches")
-    if node.lossy_heap_blocks:
-        parts.append(f"lossy {node.lossy_heap_blocks:,}")
-    if node.heap_fetches:
-        parts.append(f"heap fetches {node.heap_fetches:,}")
-    if node.rows_removed_by_filter:
-        parts.append(f"filtered {fmt_count(node.rows_removed_by_filter)} per loop")
-    if node.workers_launched:
-        parts.append(f"{node.workers_launched} workers")
-    return f" <small>{for_html(', '.join(parts))}</small>" if parts else ""
+@dataclass(frozen=True)
+class Detail:
+    name: str
+    text: str
+    changed: bool  # differs from (or is missing on) the matched node of the other side
 
 
-def _node_title(node: PlanNode) -> str:
+@dataclass(frozen=True)
+class NodeCell:
+    label: str
+    indent: str  # CSS padding of the tree level
+    title: str  # cost and buffer detail, on hover
+    notes: str  # never executed
+    details: tuple[Detail, ...]
+    numbers: tuple[str, ...]
+    q_error: float | None
+
+    @property
+    def q_error_marked(self) -> bool:
+        return self.q_error is not None and self.q_error >= Q_ERROR_MARK
+
+
+@dataclass(frozen=True)
+class RowView:
+    status: str
+    changes: str
+    baseline: NodeCell | None
+    candidate: NodeCell | None
+
+
+@dataclass(frozen=True)
+class SideHead:
+    role: str
+    label: str
+    css: str
+    controls: PlanControls
+    conditions: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class PlanDiffView:
+    element: str
+    what_changed: str
+    lent: str  # the sides whose per-node numbers are borrowed, for the note; "" when none
+    lent_sides: tuple[str, ...]  # b, c: whose numbers are greyed
+    heads: tuple[SideHead, SideHead]
+    rows: tuple[RowView, ...]
+    changed: int
+    columns: tuple[str, ...] = NUMBER_COLUMNS
+
+
+def _title(node: PlanNode) -> str:
     buffers = node.buffers
     parts = [
-        f"cost {normalized_cost(node.startup_cost):,.2f}..{normalized_cost(node.total_cost):,.2f} "
-        f"(per loop, as the planner estimates it)",
+        f"cost {normalized_cost(node.startup_cost):,.2f}..{normalized_cost(node.total_cost):,.2f}",
         f"shared hit {buffers.shared_hit:,}, read {buffers.shared_read:,}",
     ]
     if buffers.temp_read or buffers.temp_written:
@@ -99,74 +140,133 @@ def _node_title(node: PlanNode) -> str:
     return "; ".join(parts)
 
 
-def _node_cells(flat: FlatNode | None, css: str) -> str:
+def _details(mine: NodeDetails, other: NodeDetails | None, node: PlanNode) -> tuple[Detail, ...]:
+    theirs = dict(other.items()) if other is not None else None
+    per_loop = (node.actual_loops or 1) > 1
+    out = []
+    for name, text in mine.items():
+        changed = theirs is not None and theirs.get(name) != text
+        if per_loop and name.startswith("Rows Removed"):
+            text += " per loop"
+        out.append(Detail(name, text, changed))
+    return tuple(out)
+
+
+def _cell(
+    flat: FlatNode | None,
+    details: dict[str, NodeDetails],
+    other: NodeDetails | None,
+) -> NodeCell | None:
     if flat is None:
-        cells = f'<td class="num {css} empty"></td>' * len(NUMBER_COLUMNS)
-        return f'<td class="node {css} empty"></td>{cells}'
+        return None
     node = flat.node
     totals = node_totals(node)
-    qerr = q_error(node)
-    qcss = " qerr" if qerr is not None and qerr >= Q_ERROR_MARK else ""
-    qtitle = f' title="q-error {qerr:,.1f}"' if qerr is not None else ""
-    return (
-        f'<td class="node {css}" style="padding-left:{0.6 + 1.2 * flat.depth:.1f}em" '
-        f'title="{for_html(_node_title(node))}">{for_html(node_label(node))}{_extras(node)}</td>'
-        f'<td class="num {css}">{fmt_count(totals.estimated_rows)}</td>'
-        f'<td class="num {css}{qcss}"{qtitle}>{fmt_count(totals.actual_rows)}</td>'
-        f'<td class="num {css}">{fmt_count(totals.loops)}</td>'
-        f'<td class="num {css}">{fmt_ms(totals.time_ms)}</td>'
-        f'<td class="num {css}">{node.buffers.shared_total:,}</td>'
+    numbers = (
+        fmt_count(totals.estimated_rows),
+        fmt_count(totals.actual_rows),
+        fmt_count(totals.loops),
+        fmt_ms(totals.time_ms),
+        f"{node.buffers.shared_total:,}",
+    )
+    mine = details.get(flat.path, NodeDetails())
+    return NodeCell(
+        label=node_label(node),
+        indent=f"{0.6 + 1.2 * flat.depth:.1f}em",
+        title=_title(node),
+        notes="never executed" if node.actual_loops == 0 else "",
+        details=_details(mine, other, node),
+        numbers=numbers,
+        q_error=q_error(node),
     )
 
 
-def _heading(result: ComparisonResult, role: str, side: Side, element: str) -> str:
-    css = "side-base" if role == "baseline" else "side-cand"
+def _head(
+    result: ComparisonResult, role: str, side: Side, element: str, documents: PlanDocuments
+) -> SideHead:
     variant = side.dominant
-    controls = json_controls(
+    controls = documents.controls(
         variant.plan, f"{element}-{role}-json", f"{element}.{role}.{variant.fingerprint[:8]}.json"
     )
-    conditions = " · ".join(for_html(line) for line in side_conditions(result, role, side))
-    return (
-        f'<th colspan="{1 + len(NUMBER_COLUMNS)}" class="side-head" data-role="{role}">'
-        f'<span class="{css}">{for_html(side.label)}</span> plan {controls}'
-        f'<div class="conditions">{conditions}</div></th>'
-    )
+    css = "side-base" if role == "baseline" else "side-cand"
+    return SideHead(role, side.label, css, controls, tuple(side_conditions(result, role, side)))
 
 
-def plan_diff_table(query: QueryComparison, result: ComparisonResult, element: str) -> str:
+def node_changes(rows: Sequence[DiffRow]) -> list[str]:
+    """The nodes that differ, as `a → b`, `a removed`, `b added` (at most three, then a count)."""
+    found = []
+    for row in rows:
+        if row.status == "changed" and row.baseline and row.candidate:
+            found.append(f"{node_label(row.baseline.node)} → {node_label(row.candidate.node)}")
+        elif row.status in ("removed", "moved") and row.baseline:
+            found.append(f"{node_label(row.baseline.node)} {row.status}")
+        elif row.status in ("added", "moved") and row.candidate:
+            found.append(f"{node_label(row.candidate.node)} {row.status}")
+    if len(found) > 3:
+        found = [*found[:3], f"{len(found) - 3} more nodes"]
+    return found
+
+
+def what_changed(
+    query: QueryComparison,
+    findings: Sequence[Finding],
+    rows: Sequence[DiffRow],
+    events: Sequence[str] = (),
+) -> str:
+    """One line: the nodes that changed, the measured effect, the first clause of every other
+    finding (a setting named as the cause, buffers, spills ...) by severity, and the server
+    events the change followed (two windows of a log)."""
+    # the same dominant plan: its share of the executions may have moved (engine/plan_mix.py)
+    changed = ", ".join(node_changes(rows)) if query.plan_changed else mix_text(query)
+    parts = [changed or "same plan"]
+    parts.append(query.timing.describe())
+    for finding in sorted(findings, key=Finding.sort_key):
+        if finding.code in ("PS100", "PS200", "PS201", "PS202"):
+            continue  # the plan change and the timing verdict, said above
+        clause = finding.message.split("; ")[0]
+        if len(clause) > CLAUSE_CHARS:
+            clause = clause[: CLAUSE_CHARS - 1] + "…"
+        parts.append(f"{finding.code} {clause}")
+    return "; ".join(p for p in [*parts, *events] if p)
+
+
+def plan_diff(
+    query: QueryComparison,
+    findings: Sequence[Finding],
+    result: ComparisonResult,
+    element: str,
+    documents: PlanDocuments,
+    events: Sequence[str] = (),
+) -> PlanDiffView:
     """Baseline and candidate plan trees side by side, matched nodes on one row; `element`
     prefixes the ids of the JSON links."""
-    rows: list[DiffRow] = align(query.baseline.dominant.plan, query.candidate.dominant.plan)
+    base_plan, cand_plan = query.baseline.dominant.plan, query.candidate.dominant.plan
+    rows = align(base_plan, cand_plan)
+    base_details, cand_details = node_details(base_plan), node_details(cand_plan)
     lent = [s for s in (query.baseline, query.candidate) if borrowed(s.dominant)]
-    note = ""
-    if lent:
-        who = " and ".join(for_html(s.label) for s in lent)
-        note = (
-            f'<p class="note borrowed">{who}: the per-node numbers come from another execution '
-            "of the same plan shape (another query or sweep point; the store keeps one EXPLAIN per "
-            f"shape), so they are shown greyed; this query's median cost and buffers are in the "
-            "census above.</p>"
-        )
-    body = []
+    views = []
     for row in rows:
-        title = f' title="{for_html("; ".join(row.changes))}"' if row.changes else ""
-        base_css = "b lent" if query.baseline in lent else "b"
-        cand_css = "c lent" if query.candidate in lent else "c"
-        body.append(
-            f'<tr class="{row.status}"{title}>{_node_cells(row.baseline, base_css)}'
-            f'<td class="gap"></td>{_node_cells(row.candidate, cand_css)}</tr>'
+        base = base_details.get(row.baseline.path) if row.baseline else None
+        cand = cand_details.get(row.candidate.path) if row.candidate else None
+        views.append(
+            RowView(
+                row.status,
+                "; ".join(row.changes),
+                _cell(row.baseline, base_details, cand),
+                _cell(row.candidate, cand_details, base),
+            )
         )
-    numbers = "".join(f'<th class="num">{name}</th>' for name in NUMBER_COLUMNS)
-    changed = sum(r.status != "same" for r in rows)
-    return note + (
-        f'<table class="plandiff" data-changed="{changed}"><thead><tr>'
-        f'{_heading(result, "baseline", query.baseline, element)}<th class="gap"></th>'
-        f"{_heading(result, 'candidate', query.candidate, element)}</tr>"
-        f'<tr><th>node</th>{numbers}<th class="gap"></th><th>node</th>{numbers}</tr></thead>'
-        f"<tbody>{''.join(body)}</tbody><caption>{for_html(LEGEND)} Actual rows off by "
-        f"{Q_ERROR_MARK:.0f}x or more from the estimate in red. "
-        '<span class="legend"><span style="background:var(--bg-changed)">changed</span>'
-        '<span style="background:var(--bg-removed)">baseline only</span>'
-        '<span style="background:var(--bg-added)">candidate only</span>'
-        '<span style="box-shadow:inset 3px 0 0 #6a4fb3">moved</span></span></caption></table>'
+    heads = (
+        _head(result, "baseline", query.baseline, element, documents),
+        _head(result, "candidate", query.candidate, element, documents),
+    )
+    return PlanDiffView(
+        element=element,
+        what_changed=what_changed(query, findings, rows, events),
+        lent=" and ".join(s.label for s in lent),
+        lent_sides=tuple(
+            css for css, s in (("b", query.baseline), ("c", query.candidate)) if s in lent
+        ),
+        heads=heads,
+        rows=tuple(views),
+        changed=sum(r.status != "same" for r in rows),
     )

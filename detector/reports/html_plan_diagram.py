@@ -3,15 +3,14 @@
 A census knows a shape by its one-line signature (`detector.model.fingerprint.signature`):
 `Aggregate > BitmapHeapScan(t) > BitmapIndexScan(t_pkey)`, with `{a; b}` for several children.
 `parse_signature` reads that grammar back into a tree of node labels (brackets and parentheses
-protect relation names; a signature it cannot read is one node, never an error), and `tree_svg`
-draws the tree indented like EXPLAIN's text output, with connectors from each parent.
+protect relation names; a signature it cannot read is one node, never an error), and `tree_nodes`
+lays the tree out indented like EXPLAIN's text output, with connectors from each parent (drawn
+by templates/diagram.svg.j2).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-
-from detector.reports.escape import for_html
 
 #: One colour per plan shape, in the census's letter order (A, B, ...): Tableau 10.
 SHAPE_COLOURS = (
@@ -19,9 +18,7 @@ SHAPE_COLOURS = (
     "#edc948", "#b07aa1", "#ff9da7", "#9c755f", "#bab0ac",
 )  # fmt: skip
 DARK_TEXT = {"#edc948", "#76b7b2", "#ff9da7", "#bab0ac", "#f28e2b"}  # light fills
-FONT = "ui-monospace, Menlo, Consolas, monospace"
-CHAR_WIDTH = 6.7  # px per character of FONT at FONT_SIZE: wide enough for common monospace fonts
-FONT_SIZE = 11
+CHAR_WIDTH = 6.7  # px per character of an 11px monospace label: wide enough for common fonts
 ROW = 18  # px per node row
 INDENT = 14  # px per tree level
 LABEL_CHARS = 56  # longer node labels are cut with an ellipsis (the full label is the tooltip)
@@ -111,27 +108,30 @@ def tree_size(tree: ShapeTree) -> tuple[float, float]:
     return width, len(rows) * ROW
 
 
-def tree_svg(tree: ShapeTree, x: float, y: float, colour: str, letter: str) -> str:
-    """The tree as SVG elements, its top left corner at (x, y): one `g.pnode` per plan node."""
-    parts = []
+@dataclass(frozen=True)
+class DrawnNode:
+    """One node of a drawn plan tree: its dot, its label, the edge from its parent."""
+
+    cx: float
+    cy: float
+    x: float  # the label's start
+    label: str  # cut to LABEL_CHARS
+    full: str  # the whole label (tooltip)
+    edge: str  # SVG path from the parent's stem; "" for the root
+
+
+def tree_nodes(tree: ShapeTree, x: float, y: float) -> list[DrawnNode]:
+    """The tree's nodes with their top left corner at (x, y), in pre-order (one row each)."""
+    out = []
     parents: list[float] = []  # the y of the last node drawn at each depth
     for row, (depth, node) in enumerate(tree.rows()):
-        top = y + row * ROW
-        middle = top + ROW / 2
+        middle = y + row * ROW + ROW / 2
         left = x + depth * INDENT
         del parents[depth:]
+        edge = ""
         if depth:
             stem = x + (depth - 1) * INDENT + 4
-            parts.append(
-                f'<path class="edge" d="M{stem:.1f},{parents[-1] + 4:.1f} V{middle:.1f} '
-                f'H{left:.1f}" fill="none" stroke="#9a9a9a" stroke-width="1"/>'
-            )
+            edge = f"M{stem:.1f},{parents[-1] + 4:.1f} V{middle:.1f} H{left:.1f}"
         parents.append(middle)
-        parts.append(
-            f'<g class="pnode" data-shape="{for_html(letter)}">'
-            f"<title>{for_html(node.label)}</title>"
-            f'<circle cx="{left + 4:.1f}" cy="{middle:.1f}" r="4" fill="{colour}"/>'
-            f'<text x="{left + 12:.1f}" y="{middle + 4:.1f}" font-family="{FONT}" '
-            f'font-size="{FONT_SIZE}">{for_html(_cut(node.label))}</text></g>'
-        )
-    return "".join(parts)
+        out.append(DrawnNode(left + 4, middle, left + 12, _cut(node.label), node.label, edge))
+    return out

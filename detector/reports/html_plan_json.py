@@ -4,19 +4,18 @@ A plan read from EXPLAIN JSON text (the store's, a log's) carries that text (`Pl
 the page offers it as PostgreSQL wrote it. A plan built from a parsed document has none: its JSON
 is rebuilt from what the model keeps (node types, relations, indexes, join types, strategies,
 costs, estimated and actual rows, loops, times, buffers, sort and hash details; no conditions,
-filters or output lists), and reads back into the same plan (`parse_plan`). The link carries
-the JSON; the button copies the link's JSON (the page's script), so each plan is in the page
-once.
+filters or output lists), and reads back into the same plan (`parse_plan`). Each distinct
+JSON is in the page once, compressed (PlanDocuments); the page's script makes the links' data:
+URLs from it, and the buttons copy the link's JSON.
 """
 
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from typing import Any
-from urllib.parse import quote
 
 from detector.model import Buffers, Plan, PlanNode
-from detector.reports.escape import for_html
 
 #: PlanNode field -> EXPLAIN (FORMAT JSON) key, in EXPLAIN's order (the inverse of parse_node).
 NODE_KEYS = (
@@ -63,7 +62,6 @@ BUFFER_KEYS = (
     ("io_write_ms", "I/O Write Time"),
 )
 ALWAYS = ("Shared Hit Blocks", "Shared Read Blocks")  # zero counters are left out but these
-ORIGINAL_NOTE = "PostgreSQL's EXPLAIN JSON of this plan: paste it into pev2 / explain.dalibo.com"
 JSON_NOTE = (
     "EXPLAIN JSON rebuilt from the plan planshift keeps (nodes, relations, indexes, costs, rows, "
     "loops, times, buffers; no conditions or output lists): paste it into pev2 / "
@@ -120,14 +118,30 @@ def rebuilt_json(plan: Plan) -> str:
     return json.dumps([document], indent=2)
 
 
-def json_controls(plan: Plan, element_id: str, file_name: str) -> str:
-    """A copy button and a download link for `plan`'s JSON; the link (id `element_id`) holds it."""
-    href = "data:application/json;charset=utf-8," + quote(explain_json(plan), safe="")
-    note = ORIGINAL_NOTE if plan.source is not None else JSON_NOTE
-    return (
-        f'<span class="plan-json" title="{for_html(note)}">'
-        f'<button type="button" class="copy-json" data-plan="{for_html(element_id)}">'
-        "copy JSON</button>"
-        f'<a class="download-json" id="{for_html(element_id)}" href="{href}" '
-        f'download="{for_html(file_name)}">download</a></span>'
-    )
+@dataclass(frozen=True)
+class PlanControls:
+    """A copy button and a download link for one plan's JSON (`element_id` is the link's id)."""
+
+    element_id: str
+    document_id: str  # the document's place in PlanDocuments' list
+    file_name: str
+    note: str  # "" for PostgreSQL's own JSON (the usual case), JSON_NOTE when rebuilt
+
+
+class PlanDocuments:
+    """Each distinct EXPLAIN JSON of a page once, packed together (html_env.pack: a sweep's 64
+    plans differ in a few numbers, 214 kB of JSON deflate to 4.5 kB). The page's script unpacks
+    them, gives each download link its data: URL and each copy button the text."""
+
+    def __init__(self) -> None:
+        self._ids: dict[str, int] = {}
+
+    def controls(self, plan: Plan, element_id: str, file_name: str) -> PlanControls:
+        text = explain_json(plan)
+        document = self._ids.setdefault(text, len(self._ids))
+        note = "" if plan.source is not None else JSON_NOTE
+        return PlanControls(element_id, str(document), file_name, note)
+
+    def texts(self) -> list[str]:
+        """The documents, in the order of their ids."""
+        return list(self._ids)

@@ -1,12 +1,16 @@
 """`--format markdown`: a compact pull-request comment.
 
-A summary line with the gate's outcome, a table of the queries that regressed, improved or
-changed plan, and one collapsible `<details>` per query with its plan census, timings and
-findings. The first line is a hidden marker, so a CI job can find and update its own comment.
+A summary line with the gate's outcome, the server events of two windows of a log beside the
+plan flips, a table of the queries that regressed, improved or changed plan, and one collapsible
+`<details>` per query with its plan census, timings and findings. The first line is a hidden
+marker, so a CI job can find and update its own comment.
 """
 
 from __future__ import annotations
 
+from markupsafe import escape
+
+from detector.engine.comparison.plan_mix import mix_text
 from detector.model import ComparisonResult, Finding, QueryComparison, Severity, Side, Verdict
 from detector.model.units import fmt_ms, fmt_version
 from detector.reports.common import (
@@ -19,18 +23,20 @@ from detector.reports.common import (
     is_quiet,
     method_lines,
     not_compared_reason,
+    production_lines,
     settings_text,
     slug,
     verdict_summary,
     worst_severities,
 )
 from detector.reports.escape import (
-    for_html,
     markdown_code,
     markdown_code_span,
     markdown_inline,
     single_line,
 )
+from detector.reports.events import EventRow, between, timeline
+from detector.reports.notes import data_lines, failed_errors
 
 MARKER = "<!-- planshift-report -->"
 MAX_DETAILS = 40  # GitHub comments stop at 65536 characters
@@ -50,14 +56,15 @@ def cell_code(text: str) -> str:
 
 def summary_text(text: str) -> str:
     """Text inside the raw HTML of `<summary>`: Markdown is not rendered there."""
-    return for_html(single_line(text))
+    return str(escape(single_line(text)))
 
 
 def _plan_cell(query: QueryComparison) -> str:
     base, cand = query.baseline.dominant.signature, query.candidate.dominant.signature
     if query.plan_changed:
         return f"{cell_code(base)} → {cell_code(cand)}"
-    return f"same: {cell_code(base)}"
+    mix = mix_text(query)
+    return f"same: {cell_code(base)}" + (f"<br>{markdown_inline(mix)}" if mix else "")
 
 
 def _pair(base: float | None, cand: float | None) -> str:
@@ -89,8 +96,32 @@ def _headline(result: ComparisonResult, fail_on: Severity | None) -> list[str]:
             else ""
         ),
     ]
-    notes = [*condition_lines(result), *method_lines(result)]
+    # in the terminal's order and words
+    notes = [
+        *data_lines(result),
+        *condition_lines(result),
+        *production_lines(result),
+        *method_lines(result),
+    ]
     lines += ["", *(f"_{markdown_inline(line)}._" for line in notes)]
+    return lines
+
+
+def _events(result: ComparisonResult) -> list[str]:
+    """Two windows of a log: the server events and the plan flips on one timeline."""
+    rows = timeline(result)
+    if not rows:
+        return []
+    lines = [
+        "",
+        "#### Server events and plan flips",
+        "",
+        "| when (UTC) | window | event | what | where |",
+        "|---|---|---|---|---|",
+    ]
+    for row in rows:
+        cells = [row.when, row.where, row.kind, row.text, row.at]
+        lines.append("| " + " | ".join(markdown_inline(c) for c in cells) + " |")
     return lines
 
 
@@ -139,11 +170,16 @@ def _census(side: Side) -> list[str]:
     return rows
 
 
-def _details(query: QueryComparison, findings: list[Finding]) -> list[str]:
+def _details(
+    query: QueryComparison, findings: list[Finding], events: list[EventRow]
+) -> list[str]:
     base, cand = query.baseline.timing, query.candidate.timing
     flags = [query.timing.verdict.value, query.timing.describe()]
+    mix = mix_text(query)
     if query.plan_changed:
         flags.append("plan changed")
+    elif mix:
+        flags.append("plan mix changed")
     lines = [
         "",
         f'<details><summary><a name="{_anchor(query)}"></a><b>{summary_text(query.label)}</b>: '
@@ -151,6 +187,7 @@ def _details(query: QueryComparison, findings: list[Finding]) -> list[str]:
         "",
         markdown_code(query.sql.strip(), "sql"),
         "",
+        *([f"**{markdown_inline(mix)}**", ""] if mix else []),
         "| side | plan samples | median ms | cost | shared buffers | plan |",
         "|---|---|---|---|---|---|",
         *_census(query.baseline),
@@ -166,6 +203,10 @@ def _details(query: QueryComparison, findings: list[Finding]) -> list[str]:
     if findings:
         lines.append("")
         lines.extend(_finding(f) for f in findings)
+    if (query.plan_changed or mix) and events:
+        change = "flip" if query.plan_changed else "plan mix change"
+        lines += ["", f"Server events between the windows, before this {change}:", ""]
+        lines += [f"- {markdown_inline(e.text)} ({markdown_inline(e.at)})" for e in events]
     lines += ["", "</details>"]
     return lines
 
@@ -181,7 +222,7 @@ def render_markdown(result: ComparisonResult, *, fail_on: Severity | None) -> st
     owned, _ = findings_by_query(result)
     worst = {result.queries[i].label: sev for i, sev in worst_severities(result).items()}
     notable = [result.queries[i] for i in by_importance(result) if not is_quiet(result.queries[i])]
-    lines = _headline(result, fail_on)
+    lines = _headline(result, fail_on) + _events(result)
     if notable:
         lines += _table(notable[:MAX_ROWS], worst)
         if len(notable) > MAX_ROWS:
@@ -192,8 +233,9 @@ def render_markdown(result: ComparisonResult, *, fail_on: Severity | None) -> st
         lines += ["", f"{quiet} {kept} and were measured unchanged."]
     index_of = {id(q): i for i, q in enumerate(result.queries)}
     shown = notable[:MAX_DETAILS]
+    before = between(result)
     for query in shown:
-        lines += _details(query, owned.get(index_of[id(query)], []))
+        lines += _details(query, owned.get(index_of[id(query)], []), before)
     if len(notable) > len(shown):
         lines += ["", f"({len(notable) - len(shown)} more queries: see the HTML or JSON report.)"]
     of_failed, orphans = findings_of_failed(result)
@@ -201,6 +243,10 @@ def render_markdown(result: ComparisonResult, *, fail_on: Severity | None) -> st
         lines += ["", "Not compared (no execution worked on a side):", ""]
         for index, query in enumerate(result.failed):
             lines.append(f"- **{markdown_inline(query.label)}**: {not_compared_reason(query)}")
+            lines.extend(
+                f"  - {markdown_inline(side)}: {markdown_inline(text)}"
+                for side, text in failed_errors(query)
+            )
             lines.extend("  " + _finding(f) for f in of_failed.get(index, []))
     if orphans:
         lines += ["", "Other findings:", ""]

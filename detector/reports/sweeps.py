@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from detector.model import Side
 from detector.model.settings import COST_UNIT_SETTINGS
-from detector.reports.common import SweepGroup
+from detector.reports.common import SweepGroup, fmt_number
 
 
 @dataclass(frozen=True)
@@ -62,12 +62,20 @@ def _series(sides: Sequence[Side]) -> SideSeries:
 
 
 def crossings(
-    xs: Sequence[float], a: Sequence[float], b: Sequence[float], log_x: bool
+    xs: Sequence[float],
+    a: Sequence[float],
+    b: Sequence[float],
+    log_x: bool,
+    same_plan: Sequence[bool] = (),
 ) -> list[float]:
     """x where a - b changes sign between neighbouring points (interpolated on log(a/b) when
-    both are positive, on log x when the axis is logarithmic)."""
+    both are positive, on log x when the axis is logarithmic). Not between two points where
+    both sides ran the same plan (`same_plan[i]`): there one plan's durations differ by noise,
+    no plan crosses another."""
     out: list[float] = []
     for i in range(len(xs) - 1):
+        if same_plan and same_plan[i] and same_plan[i + 1]:
+            continue
         d0, d1 = _gap(a[i], b[i]), _gap(a[i + 1], b[i + 1])
         if d0 is None or d1 is None or d0 * d1 >= 0:  # touching is not crossing
             continue
@@ -109,11 +117,12 @@ def analyze(group: SweepGroup) -> SweepAnalysis:
                         series.shapes[i + 1],
                     )
                 )
+    same = [a == b for a, b in zip(base.shapes, cand.shapes, strict=True)]
     return SweepAnalysis(
         series=(base, cand),
         shape_index=shape_index,
-        cost_crossings=tuple(crossings(xs, base.costs, cand.costs, log_x)),
-        duration_crossings=tuple(crossings(xs, base.durations, cand.durations, log_x)),
+        cost_crossings=tuple(crossings(xs, base.costs, cand.costs, log_x, same)),
+        duration_crossings=tuple(crossings(xs, base.durations, cand.durations, log_x, same)),
         switches=tuple(switches),
         log_x=log_x,
     )
@@ -122,3 +131,55 @@ def analyze(group: SweepGroup) -> SweepAnalysis:
 def cost_settings_differ(setting_names: Sequence[str]) -> list[str]:
     """The differing settings that change the unit of cost (enable_* only change the choice)."""
     return [name for name in setting_names if name in COST_UNIT_SETTINGS]
+
+
+def caption(analysis: SweepAnalysis, param: str, cost_units: Sequence[str]) -> str:
+    """What the chart shows, in words that agree with the crossings found (seed 000)."""
+    costs = ", ".join(f"{param}≈{fmt_number(x)}" for x in analysis.cost_crossings)
+    times = ", ".join(f"{param}≈{fmt_number(x)}" for x in analysis.duration_crossings)
+    if cost_units:
+        return (
+            f"Cost settings differ ({', '.join(cost_units)}): the sides' costs are in different "
+            "units, so only where the durations cross is a fact"
+            + (f" ({times})" if times else " (nowhere in the measured range)")
+            + "; compare forced-plan variants under the same settings to see where the "
+            "planner's costs cross."
+        )
+    if any(len(set(series.shapes)) > 1 for series in analysis.series):
+        return (
+            "Each side chose its own plan at each point (its switches are listed above), so the "
+            "lines compare what the two sides chose: where both ran the same plan they coincide "
+            "and nothing crosses; "
+            + (f"the durations cross where the plans differ at {times}." if times
+               else "where the plans differ, one side is faster throughout.")
+        )  # fmt: skip
+    if costs and times:
+        return (
+            f"One plan per side at every point: the planner switches where the costs cross "
+            f"({costs}), the clock where the durations cross ({times}); between the two the "
+            "planner picks the slower plan."
+        )
+    if costs:
+        return (
+            f"One plan per side at every point: the costs cross ({costs}) but the durations do "
+            "not, so on one side of the cost crossing the planner picks the slower plan."
+        )
+    if times:
+        return (
+            f"One plan per side at every point: the durations cross ({times}) but the costs do "
+            "not, so the planner prefers the same plan everywhere and on one side of the "
+            "duration crossing that is the slower plan."
+        )
+    base, cand = analysis.series
+    agree = [
+        (bc - cc) * (bd - cd) > 0
+        for bc, cc, bd, cd in zip(base.costs, cand.costs, base.durations, cand.durations, strict=True)
+        if not (math.isnan(bd) or math.isnan(cd))
+    ]
+    if agree and all(agree):
+        verdict = "the plan the planner costs lower is also the faster one at every point."
+    elif agree and not any(agree):
+        verdict = "the plan the planner costs lower is the slower one at every point."
+    else:
+        verdict = "the costs or the durations tie somewhere."
+    return "One plan per side at every point, and nothing crosses in the measured range: " + verdict

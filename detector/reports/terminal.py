@@ -1,15 +1,17 @@
-"""Terminal report: what was compared, one block per query (plan census per side), findings."""
+"""Terminal report: what was compared, one block per query (a table of each side's plan shapes),
+findings."""
 
 from __future__ import annotations
 
 from rich.console import Console
+from rich.padding import Padding
 from rich.text import Text
 
 from detector.engine.census import comparison_switches
 from detector.engine.comparison.plan_mix import mix_text
-from detector.model import ComparisonResult, QueryComparison, Severity, Side, Verdict
-from detector.model.failures import Failures, distinct_errors
+from detector.model import ComparisonResult, QueryComparison, Severity, Verdict
 from detector.model.units import counted, fmt_ms, fmt_version
+from detector.reports import tables
 from detector.reports.common import (
     by_importance,
     condition_lines,
@@ -20,6 +22,7 @@ from detector.reports.common import (
     settings_text,
 )
 from detector.reports.escape import for_markup, single_line
+from detector.reports.notes import data_lines, failed_errors
 from detector.reports.timeline_terminal import event_lines
 
 SEVERITY_STYLE = {Severity.ERROR: "bold red", Severity.WARNING: "yellow", Severity.INFO: "cyan"}
@@ -31,17 +34,18 @@ VERDICT_STYLE = {
 }
 
 
-def census_lines(side: Side, width: int) -> list[Text]:
-    """One line per plan shape: `current  30/30  1.513 ms  329 buf  BitmapHeapScan(...)`."""
-    lines = []
-    for plan in side.plans:
-        line = Text(f"  {single_line(side.label):<{width}}  {plan.samples:>3}/{side.samples:<3} ")
-        line.append(f"{fmt_ms(plan.median_ms):>9} ms ")
-        if plan.median_shared_blocks is not None:
-            line.append(f"{plan.median_shared_blocks:>8.0f} buf  ")
-        line.append(single_line(plan.signature), style="bold" if plan is side.dominant else "")
-        lines.append(line)
-    return lines
+def census_table(query: QueryComparison) -> Padding:
+    """Each side's plan shapes, one row each (the dominant one in bold): executions, median
+    duration and shared buffers, the shape."""
+    rows = []
+    for side in (query.baseline, query.candidate):
+        for plan in side.plans:
+            shape = Text(single_line(plan.signature), style="bold" if plan is side.dominant else "")
+            buffers = None if plan.median_shared_blocks is None else f"{plan.median_shared_blocks:.0f}"
+            rows.append((side.label, f"{plan.samples}/{side.samples}", fmt_ms(plan.median_ms),
+                         buffers, shape))  # fmt: skip
+    header = ("side", "executions", "median ms", "shared buffers", "plan")
+    return Padding(tables.table(header, rows, numeric=(1, 2, 3)), (0, 0, 0, 2), expand=False)
 
 
 def query_block(query: QueryComparison, console: Console) -> None:
@@ -68,9 +72,7 @@ def query_block(query: QueryComparison, console: Console) -> None:
         impact = query.impact_ms
         change = "" if impact is None else f", {impact:+.1f} ms over those calls"
         console.print(f"  production: {calls} calls{change}", markup=False)
-    width = max(len(single_line(s.label)) for s in (query.baseline, query.candidate))
-    for line in census_lines(query.baseline, width) + census_lines(query.candidate, width):
-        console.print(line, soft_wrap=True)
+    console.print(census_table(query))
 
 
 def failed_block(query: QueryComparison, console: Console) -> None:
@@ -82,37 +84,10 @@ def failed_block(query: QueryComparison, console: Console) -> None:
     head.append("not compared", style="bold red")
     head.append(f"  {not_compared_reason(query)}")
     console.print(head, soft_wrap=True)
-    failures = query.failures or Failures()
-    width = max(len(single_line(s.label)) for s in (query.baseline, query.candidate))
-    sides = ((query.baseline, failures.baseline), (query.candidate, failures.candidate))
-    for side, failed in sides:
-        lines = census_lines(side, width)
-        errors = distinct_errors(failed)
-        if errors:
-            text = f"{counted(len(failed), 'execution')} failed: {errors[0].first.error}"
-            lines.append(Text(single_line(f"  {side.label:<{width}}  {text}")))
-        for line in lines:
-            console.print(line, soft_wrap=True)
-
-
-def data_lines(result: ComparisonResult) -> list[str]:
-    """`data: sbtest1 200000 rows on both, correlation id 0.577 / 0.577` per table."""
-    lines = []
-    for table, sides in result.tables.items():
-        base, cand = sides.get("baseline") or {}, sides.get("candidate") or {}
-        rows = (base.get("rows"), cand.get("rows"))
-        text = f"data: {table} " + (
-            f"{rows[0]} rows on both" if rows[0] == rows[1] else f"rows {rows[0]} / {rows[1]}"
-        )
-        columns = sorted(set(base.get("correlation") or {}) | set(cand.get("correlation") or {}))
-        if columns:
-            pairs = [
-                f"{c} {(base.get('correlation') or {}).get(c)} / {(cand.get('correlation') or {}).get(c)}"
-                for c in columns
-            ]
-            text += ", correlation " + ", ".join(pairs)
-        lines.append(text)
-    return lines
+    if query.baseline.plans or query.candidate.plans:
+        console.print(census_table(query))  # where it worked
+    for side, text in failed_errors(query):
+        console.print(single_line(f"  {side}: {text}"), markup=False, soft_wrap=True)
 
 
 def render_terminal(result: ComparisonResult, console: Console, *, verbose: bool = False) -> None:

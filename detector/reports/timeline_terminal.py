@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from pathlib import PurePath
 
 from rich.console import Console
 
 from detector.engine.timeline.build import QueryTimeline, clock
 from detector.model.comparison import WindowEvent
 from detector.model.units import fmt_ms
+from detector.reports.events import event_rows
 
 
 def render_timeline(timeline: QueryTimeline, console: Console) -> None:
@@ -54,8 +54,6 @@ def event_lines(events: Sequence[WindowEvent]) -> list[str]:
     if not events:
         return []
     lines = [f"server events in and between the windows ({len(events)}):"]
-    for where, event in events:
-        when = clock(event.logged_at) if event.logged_at else "?"
-        at = f"{PurePath(event.path).name}:{event.line}" if event.path else f"line {event.line}"
-        lines.append(f"  {when}  {where:<9} {event.kind:<11} {event.message}  ({at})")
+    for row in event_rows(events):
+        lines.append(f"  {row.when}  {row.where:<9} {row.kind:<11} {row.text}  ({row.at})")
     return lines

@@ -6,26 +6,33 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from rich.console import Console
+from rich.padding import Padding
+
 from detector.engine.timeline.top import TopQueries, TopQuery
 from detector.model.units import fmt_ms
+from detector.reports.tables import table
 
 FORMAT_VERSION = 1
 _BY = {"total": "total time", "calls": "calls", "mean": "mean time"}
 
 
-def top_lines(top: TopQueries) -> list[str]:
-    """The two tables, logs then pg_stat_statements, as terminal lines."""
+def render_top(top: TopQueries, console: Console) -> None:
+    """The two tables, logs then pg_stat_statements."""
     since = f"{top.since:%Y-%m-%d %H:%M:%S}" if top.since else "the first entry"
     until = f"{top.until:%Y-%m-%d %H:%M:%S}" if top.until else "the last entry"
-    lines = [f"top queries by {_BY[top.order]}, {since} .. {until} (UTC)", ""]
-    lines += _table(
+    console.print(f"top queries by {_BY[top.order]}, {since} .. {until} (UTC)\n", markup=False)
+    _table(
+        console,
         "from the logs (executions auto_explain logged)",
         top.logs,
         ("calls", "total ms", "mean ms", "median ms", "plans"),
         lambda q: (str(q.calls), fmt_ms(q.total_ms), fmt_ms(q.mean_ms),
                    fmt_ms(q.median_ms), str(q.plans)),
     )  # fmt: skip
-    lines += _table(
+    console.print()
+    _table(
+        console,
         "from pg_stat_statements (snapshot deltas, every call)",
         top.pgss,
         ("calls", "total ms", "mean ms", "queryid"),
@@ -33,26 +40,26 @@ def top_lines(top: TopQueries) -> list[str]:
                    str(q.queryids[0]) + ("*" if q.partial else "")),
     )  # fmt: skip
     if any(q.partial for q in top.pgss):
-        lines.append("* snapshot interval reaches outside the window: counts cover more than it")
-    return lines
+        console.print(
+            "* snapshot interval reaches outside the window: counts cover more than it",
+            markup=False,
+        )
 
 
 def _table(
+    console: Console,
     title: str,
     rows: Sequence[TopQuery],
     header: tuple[str, ...],
     cells: Callable[[TopQuery], tuple[str, ...]],
-) -> list[str]:
+) -> None:
     if not rows:
-        return [f"{title}: none", ""]
-    table = [header, *(cells(q) for q in rows)]
-    widths = [max(len(row[i]) for row in table) for i in range(len(header))]
-    names = ["query", *(q.name for q in rows)]
-    lines = [f"{title}:"]
-    for name, row in zip(names, table, strict=True):
-        numbers = "  ".join(cell.rjust(width) for cell, width in zip(row, widths, strict=True))
-        lines.append(f"  {numbers}  {name}")
-    return [*lines, ""]
+        console.print(f"{title}: none", markup=False)
+        return
+    console.print(f"{title}:", markup=False)
+    found = [(*cells(q), q.name) for q in rows]
+    numbers = range(len(header))
+    console.print(Padding(table((*header, "query"), found, numeric=numbers), (0, 0, 0, 2), expand=False))
 
 
 def top_document(top: TopQueries) -> dict[str, Any]:

@@ -36,8 +36,9 @@ def approval_key(query: str, point: str | None) -> str:
     return f"{query} [{point}]" if point else query
 
 
-def read_approvals(path: Path) -> dict[str, frozenset[str]]:
-    """Approved fingerprints per `query [point]`."""
+def read_approvals(path: Path) -> dict[str, dict[str, str]]:
+    """The approved plans per `query [point]`: fingerprint -> signature (as the file names it;
+    the fingerprint itself when a hand-edited entry has no signature)."""
     try:
         data = tomllib.loads(path.read_text())
     except FileNotFoundError:
@@ -51,14 +52,16 @@ def read_approvals(path: Path) -> dict[str, frozenset[str]]:
             f"{path}: unsupported version {data.get('version')!r}",
             f"this planshift reads version {FORMAT_VERSION}",
         )
-    approved: dict[str, set[str]] = defaultdict(set)
+    approved: dict[str, dict[str, str]] = defaultdict(dict)
     for index, entry in enumerate(data.get("plan", [])):
         query, fingerprint = entry.get("query"), entry.get("fingerprint")
         if not isinstance(query, str) or not isinstance(fingerprint, str):
             raise PlanshiftError(f"{path}: plan[{index}] needs query and fingerprint strings")
         point = entry.get("point")
-        approved[approval_key(query, point if isinstance(point, str) else None)].add(fingerprint)
-    return {key: frozenset(values) for key, values in approved.items()}
+        signature = entry.get("signature")
+        key = approval_key(query, point if isinstance(point, str) else None)
+        approved[key][fingerprint] = signature if isinstance(signature, str) else fingerprint
+    return dict(approved)
 
 
 def render_approvals(plans: Iterable[ApprovedPlan]) -> str:

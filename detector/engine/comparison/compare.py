@@ -221,7 +221,7 @@ def compared(
             repeat(None)
             if approved is None
             else [
-                approved.get(approval_key(pair.query_name, pair.point), frozenset())
+                approved.get(approval_key(pair.query_name, pair.point), {})
                 for pair in pairs
             ],
             [tested.get(attribution_key(k, p)) for k, p in zip(keys, points, strict=True)]

@@ -22,6 +22,7 @@ class CompareOptions:
     noise_floors: Mapping[str, float] = field(default_factory=dict)  # per query label
     noise_run: int | str | None = "auto"  # A/A run giving noise floors: id, "auto" or None
     query: str | None = None  # only this query name
-    approved: Mapping[str, frozenset[str]] | None = None  # lock file: `query [point]` -> fps
+    # the lock file: `query [point]` -> approved fingerprint -> signature
+    approved: Mapping[str, Mapping[str, str]] | None = None
     suppressions: tuple[Suppression, ...] = ()
     busy_host: str = "warn"  # what verdicts a busy host put at risk become (engine/comparison/conditions.py)
