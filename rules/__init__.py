@@ -1,10 +1,11 @@
 """The rule catalog: one documented rule per stable code, one module per rule.
 
-Where is PS101? In `rules/ps101_index_to_bitmap_scan.py`: a rule module is named by its
-code and name (`ps<code>_<name>.py`), or, for a small family sharing most of its code, by
-its first and last codes (`ps401_ps403_spills.py`: PS401, PS402, PS403). Importing this
-package imports every module whose file name has that pattern, and importing a module
-registers its rules (the `rule` decorator): a new rule file cannot be forgotten.
+Where is PS101? In `rules/ps101_index_to_bitmap_scan.py`: one rule per file, named by its
+code and name (`ps<code>_<name>.py`; `planshift rules PS101` prints the file). Importing
+this package imports every module whose file name has that pattern, and importing a module
+registers its rule (the `rule` decorator): a new rule file cannot be forgotten, and there is
+no list to add it to. What a family of rules shares lives in a module named for what it
+does (`spills`, `row_estimates`, `timing_messages`).
 
 Codes: PS1xx plan flips, PS2xx timing, PS3xx cost/estimate divergence and row estimates,
 PS4xx resources, PS5xx settings, PS6xx approved plans, PS7xx failed executions.
@@ -12,7 +13,7 @@ PS4xx resources, PS5xx settings, PS6xx approved plans, PS7xx failed executions.
 The framework: `base` (the registry, selectors), `runner` (the rules over many queries, as
 their gates allow), `common` (severity, number formats, evidence), `matching` (facts of one
 plan), `pairing` (one side's nodes paired with the other's), `gucs` (the settings that differ
-between the sides).
+between the sides), `causes` (why a plan flipped, in words).
 """
 
 from __future__ import annotations
@@ -33,10 +34,8 @@ from rules.base import (
 )
 from rules.runner import RuleRunner, run_rules
 
-#: `ps101_index_to_bitmap_scan` (one rule) or `ps401_ps403_spills` (a family, codes inclusive)
-RULE_MODULE = re.compile(r"^ps(?P<first>\d{3})(?:_ps(?P<last>\d{3}))?_[a-z0-9]+(?:_[a-z0-9]+)*$")
-#: the modules of the package that hold no rule
-FRAMEWORK_MODULES = frozenset({"base", "causes", "common", "gucs", "matching", "pairing", "runner"})
+#: `ps101_index_to_bitmap_scan`: the module of rule PS101 index-to-bitmap-scan
+RULE_MODULE = re.compile(r"^ps(?P<code>\d{3})_(?!ps\d)(?P<name>[a-z0-9]+(?:_[a-z0-9]+)*)$")
 
 
 def rule_modules() -> list[str]:
@@ -50,7 +49,6 @@ for _name in rule_modules():
 __all__ = [
     "DOC_SECTIONS",
     "FAMILIES",
-    "FRAMEWORK_MODULES",
     "RULE_MODULE",
     "Rule",
     "RuleConfigError",

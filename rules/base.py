@@ -17,6 +17,7 @@ import inspect
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from detector.errors import PlanshiftError
@@ -77,6 +78,13 @@ class Rule:
     def summary(self) -> str:
         return self.doc.splitlines()[0] if self.doc else ""
 
+    @property
+    def file(self) -> str:
+        """The file the rule lives in, `rules/ps101_index_to_bitmap_scan.py` (relative to the
+        folder that holds the rules package; absolute for a rule defined elsewhere)."""
+        path = Path(inspect.getfile(self.check)).resolve()
+        return str(path.relative_to(_HOME)) if path.is_relative_to(_HOME) else str(path)
+
     def sections(self) -> dict[str, str]:
         """`## Heading` blocks of the doc, by heading (text dedented, stripped)."""
         found: dict[str, str] = {}
@@ -124,6 +132,7 @@ class Rule:
 
 
 _new_finding = builder(Finding)
+_HOME = Path(__file__).resolve().parent.parent  # the folder that holds the rules package
 
 
 def _coerce(rule: Rule, key: str, default: OptionValue, value: Any) -> OptionValue:
@@ -163,8 +172,11 @@ def rule(
     each: EachGate | None = None,
     without_plans: bool = False,
     **options: OptionValue,
-) -> Callable[[CheckFn], CheckFn]:
+) -> Callable[[CheckFn], Rule]:
     """Register the decorated check function as rule `code`; options are the defaults.
+
+    The decorated name is the `Rule`: its check yields `that_name.finding(...)`, so the code
+    is written once, here (and in the file name, `ps<code>_<name>.py`).
 
     `needs_plan_change=True` declares that the rule never fires when the dominant plan shape
     is the same on both sides, so a comparison of many unchanged queries skips it. A `gate`
@@ -184,11 +196,11 @@ def rule(
     if family not in FAMILIES or not code.startswith(FAMILIES[family]):
         raise ValueError(f"rule {code}: family {family!r} does not match the code's range")
 
-    def register(check: CheckFn) -> CheckFn:
+    def register(check: CheckFn) -> Rule:
         for other in _REGISTRY.values():
             if other.code == code or other.name == name:
                 raise ValueError(f"rule {code} {name} clashes with {other.code} {other.name}")
-        _REGISTRY[code] = Rule(
+        registered = _REGISTRY[code] = Rule(
             code,
             name,
             family,
@@ -200,7 +212,7 @@ def rule(
             each,
             without_plans,
         )
-        return check
+        return registered
 
     return register
 

@@ -8,7 +8,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from detector.model import (
-    Finding,
     Plan,
     PlanNode,
     PlanVariant,
@@ -20,24 +19,7 @@ from detector.model import (
     normalized_cost,
 )
 from detector.model.units import fmt_duration
-from rules.base import Rule, get_rule
 from rules.matching import memo, plan_nodes
-
-_BY_CODE: dict[str, Rule] = {}
-
-
-def emit(
-    code: str,
-    comparison: QueryComparison,
-    message: str,
-    evidence: Mapping[str, Any],
-    severity: Severity | None = None,
-) -> Finding:
-    """A finding of rule `code` (the rule's default severity unless one is given)."""
-    found = _BY_CODE.get(code)
-    if found is None:
-        found = _BY_CODE.setdefault(code, get_rule(code))
-    return found.finding(comparison, message, evidence, severity)
 
 
 def flip_severity(verdict: Verdict, near_tie: bool = False) -> Severity:

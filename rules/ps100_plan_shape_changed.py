@@ -7,7 +7,7 @@ from typing import Any
 
 from detector.model import Finding, QueryComparison, Severity
 from rules.base import rule
-from rules.common import census, census_evidence, emit, flip_severity, timing_evidence
+from rules.common import census, census_evidence, flip_severity, timing_evidence
 from rules.common import near_tie as _near_tie
 
 
@@ -96,4 +96,4 @@ def plan_shape_changed(
         **timing_evidence(comparison),
     }
     severity = flip_severity(comparison.timing.verdict, tie.tied)
-    yield emit("PS100", comparison, "; ".join(parts), evidence, severity)
+    yield plan_shape_changed.finding(comparison, "; ".join(parts), evidence, severity)

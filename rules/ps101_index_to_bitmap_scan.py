@@ -8,7 +8,7 @@ from typing import Any
 from detector.model import Finding, QueryComparison, ScanAccess, Severity
 from detector.model.fingerprint import short_name
 from rules.base import rule
-from rules.common import emit, flip_severity, node_at, timing_evidence
+from rules.common import flip_severity, node_at, timing_evidence
 from rules.common import near_tie as _near_tie
 from rules.matching import accesses
 from rules.pairing import pair_by_relation, scan_text, unmatched
@@ -125,4 +125,4 @@ def index_to_bitmap_scan(
             **timing_evidence(comparison),
         }
         severity = flip_severity(comparison.timing.verdict, tie.tied)
-        yield emit("PS101", comparison, "; ".join(parts), evidence, severity)
+        yield index_to_bitmap_scan.finding(comparison, "; ".join(parts), evidence, severity)

@@ -9,7 +9,7 @@ from typing import Any
 from detector.model import Finding, Plan, QueryComparison, Severity, normalized_cost
 from detector.model.fingerprint import short_name
 from rules.base import rule
-from rules.common import emit, flip_context, fmt_cost, fmt_count, node_at
+from rules.common import flip_context, fmt_cost, fmt_count, node_at
 from rules.matching import placed_nodes
 from rules.pairing import flipped_reads, scan_text
 
@@ -146,4 +146,4 @@ def index_to_seq_scan(comparison: QueryComparison, options: Mapping[str, Any]) -
             **context.evidence,
         }
         message = "; ".join([f"{head} {reads}", *context.tail])
-        yield emit("PS102", comparison, message, evidence, context.severity)
+        yield index_to_seq_scan.finding(comparison, message, evidence, context.severity)

@@ -7,7 +7,7 @@ from typing import Any
 
 from detector.model import Finding, Plan, PlanNode, QueryComparison, ScanAccess, Severity
 from rules.base import rule
-from rules.common import emit, flip_context, fmt_count, node_at
+from rules.common import flip_context, fmt_count, node_at
 from rules.matching import accesses, facts
 from rules.pairing import flipped_reads, pair_by_relation, scan_text
 
@@ -108,7 +108,7 @@ def index_only_scan_lost(
             facts += ")"
             evidence = _evidence(old, new, old_node, new_node, context.evidence)
             message = "; ".join([f"{head}: {facts}", *context.tail])
-            yield emit("PS103", comparison, message, evidence, context.severity)
+            yield index_only_scan_lost.finding(comparison, message, evidence, context.severity)
         yield from _visibility_lost(comparison, options, base_plan, cand_plan)
     yield from _heap_fetches(comparison, options, base_plan, cand_plan)
 
@@ -143,9 +143,8 @@ def _visibility_lost(
             "candidate_all_visible": after,
             **context.evidence,
         }
-        yield emit(
-            "PS103", comparison, "; ".join([message, *context.tail]), evidence, context.severity
-        )
+        message = "; ".join([message, *context.tail])
+        yield index_only_scan_lost.finding(comparison, message, evidence, context.severity)
 
 
 def _heap_fetches(
@@ -176,9 +175,8 @@ def _heap_fetches(
         evidence = _evidence(old, new, old_node, new_node, context.evidence)
         evidence["candidate_heap_fetch_ratio"] = new_ratio
         evidence["baseline_heap_fetch_ratio"] = old_ratio
-        yield emit(
-            "PS103", comparison, "; ".join([head, *context.tail]), evidence, context.severity
-        )
+        message = "; ".join([head, *context.tail])
+        yield index_only_scan_lost.finding(comparison, message, evidence, context.severity)
 
 
 def _evidence(

@@ -8,7 +8,7 @@ from typing import Any
 from detector.model import Finding, QueryComparison, Severity
 from detector.model.fingerprint import node_label
 from rules.base import rule
-from rules.common import emit, flip_context
+from rules.common import flip_context
 from rules.matching import Join, joins, key_text
 from rules.pairing import by_relations
 
@@ -90,4 +90,4 @@ def join_method_changed(
             **context.evidence,
         }
         message = "; ".join([head, *context.tail])
-        yield emit("PS104", comparison, message, evidence, context.severity)
+        yield join_method_changed.finding(comparison, message, evidence, context.severity)

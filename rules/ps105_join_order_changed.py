@@ -8,7 +8,7 @@ from typing import Any
 
 from detector.model import Finding, Plan, QueryComparison, Severity
 from rules.base import rule
-from rules.common import emit, flip_context
+from rules.common import flip_context
 from rules.matching import Join, joins, top_joins
 from rules.matching import join_tree as tree_text
 from rules.pairing import by_relations
@@ -104,4 +104,4 @@ def join_order_changed(
         **context.evidence,
     }
     message = "; ".join([f"join order changed: {before} -> {after}", *context.tail])
-    yield emit("PS105", comparison, message, evidence, context.severity)
+    yield join_order_changed.finding(comparison, message, evidence, context.severity)

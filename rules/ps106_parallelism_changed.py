@@ -7,7 +7,7 @@ from typing import Any
 
 from detector.model import Finding, Plan, PlanNode, QueryComparison, Severity, Verdict
 from rules.base import rule
-from rules.common import emit, flip_context
+from rules.common import flip_context
 from rules.gucs import changes_text, settings_changes
 from rules.matching import (
     GATHER_NODES,
@@ -108,7 +108,7 @@ def parallelism_changed(
                 **context.evidence,
             }
             message = "; ".join([head, *context.tail])
-            yield emit("PS106", comparison, message, evidence, context.severity)
+            yield parallelism_changed.finding(comparison, message, evidence, context.severity)
     yield from _not_launched(comparison, cand_plan)
 
 
@@ -153,4 +153,6 @@ def _not_launched(comparison: QueryComparison, plan: Plan) -> Iterator[Finding]:
             "settings": [c.as_evidence() for c in pool],
             **context.evidence,
         }
-        yield emit("PS106", comparison, "; ".join([head, *context.tail]), evidence, severity)
+        yield parallelism_changed.finding(
+            comparison, "; ".join([head, *context.tail]), evidence, severity
+        )

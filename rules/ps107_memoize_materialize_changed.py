@@ -8,7 +8,7 @@ from typing import Any
 from detector.model import Finding, Plan, PlanNode, QueryComparison, Severity
 from detector.model.fingerprint import node_label
 from rules.base import rule
-from rules.common import emit, flip_context, fmt_count
+from rules.common import flip_context, fmt_count
 from rules.matching import RelationKey, key_text, keyed
 
 CACHE_NODES = ("Memoize", "Materialize")
@@ -123,4 +123,6 @@ def memoize_materialize_changed(
                 **context.evidence,
             }
             message = "; ".join([head, *context.tail])
-            yield emit("PS107", comparison, message, evidence, context.severity)
+            yield memoize_materialize_changed.finding(
+                comparison, message, evidence, context.severity
+            )

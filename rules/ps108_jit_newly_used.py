@@ -8,7 +8,7 @@ from typing import Any
 from detector.model import Finding, QueryComparison, Severity
 from detector.model.units import fmt_duration
 from rules.base import rule
-from rules.common import emit, flip_context
+from rules.common import flip_context
 from rules.gucs import changes_text, settings_changes, side_settings
 
 
@@ -90,4 +90,6 @@ def jit_newly_used(comparison: QueryComparison, options: Mapping[str, Any]) -> I
         },
         **context.evidence,
     }
-    yield emit("PS108", comparison, "; ".join([head, *context.tail]), evidence, context.severity)
+    yield jit_newly_used.finding(
+        comparison, "; ".join([head, *context.tail]), evidence, context.severity
+    )

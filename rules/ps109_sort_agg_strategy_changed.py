@@ -7,7 +7,7 @@ from typing import Any
 
 from detector.model import Finding, Plan, PlanNode, QueryComparison, Severity
 from rules.base import rule
-from rules.common import emit, flip_context
+from rules.common import flip_context
 from rules.matching import RelationKey, key_text, keyed
 
 _AGGREGATE_STRATEGIES = {
@@ -117,4 +117,6 @@ def sort_aggregate_strategy_changed(
                 **context.evidence,
             }
             message = "; ".join([head, *context.tail])
-            yield emit("PS109", comparison, message, evidence, context.severity)
+            yield sort_aggregate_strategy_changed.finding(
+                comparison, message, evidence, context.severity
+            )

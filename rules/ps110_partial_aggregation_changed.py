@@ -8,7 +8,7 @@ from typing import Any
 
 from detector.model import Finding, Plan, PlanNode, QueryComparison, Severity
 from rules.base import rule
-from rules.common import emit, flip_context, fmt_count
+from rules.common import flip_context, fmt_count
 from rules.matching import (
     RelationKey,
     key_text,
@@ -153,4 +153,6 @@ def partial_aggregation_changed(
                 **context.evidence,
             }
             message = "; ".join([head, *context.tail])
-            yield emit("PS110", comparison, message, evidence, context.severity)
+            yield partial_aggregation_changed.finding(
+                comparison, message, evidence, context.severity
+            )

@@ -9,7 +9,7 @@ from detector.model import Finding, QueryComparison, Severity, Side
 from detector.model.settings import default_of, normalized
 from detector.model.units import fmt_duration
 from rules.base import rule
-from rules.common import emit, flip_context, fmt_cost, plan_cost
+from rules.common import flip_context, fmt_cost, plan_cost
 from rules.gucs import changes_text, settings_changes, side_settings
 
 #: why a side did not JIT: its settings, its plan's cost, or a server that cannot
@@ -170,4 +170,4 @@ def jit_lost(comparison: QueryComparison, options: Mapping[str, Any]) -> Iterato
         **context.evidence,
     }
     message = "; ".join([*parts, *context.tail])
-    yield emit("PS111", comparison, message, evidence, context.severity)
+    yield jit_lost.finding(comparison, message, evidence, context.severity)

@@ -9,7 +9,6 @@ from detector.model import Finding, QueryComparison, Severity, Verdict
 from detector.model.comparison import NOT_COMPARED
 from detector.model.host_risk import busy_hosts, host_text, verdict_risks
 from rules.base import rule
-from rules.common import emit
 
 
 @rule(
@@ -93,4 +92,4 @@ def busy_host(comparison: QueryComparison, options: Mapping[str, Any]) -> Iterat
         "risks": [{"kind": risk.kind, "why": risk.why} for risk in risks],
         "hosts": {label: host.as_dict() for label, host in hosts},
     }
-    yield emit("PS203", comparison, message, evidence)
+    yield busy_host.finding(comparison, message, evidence)

@@ -9,7 +9,7 @@ from detector.model import Finding, QueryComparison, Severity, Side, Verdict
 from detector.model.settings import COST_SETTINGS, COST_UNIT_SETTINGS
 from detector.model.units import fmt_ratio
 from rules.base import rule
-from rules.common import emit, fmt_cost, plan_cost, relative_gap, timing_evidence
+from rules.common import fmt_cost, plan_cost, relative_gap, timing_evidence
 from rules.gucs import settings_changes
 
 _GENERIC_HINT = "random_page_cost, effective_io_concurrency?"
@@ -149,4 +149,4 @@ def cost_duration_divergence(
         "versions_differ": versions_differ,
         **timing_evidence(comparison),
     }
-    yield emit("PS300", comparison, message, evidence, severity)
+    yield cost_duration_divergence.finding(comparison, message, evidence, severity)

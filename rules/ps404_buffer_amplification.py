@@ -8,7 +8,7 @@ from typing import Any
 from detector.model import Finding, PlanVariant, QueryComparison, Severity
 from detector.model.units import fmt_ratio
 from rules.base import rule
-from rules.common import emit, fmt_count, timing_evidence
+from rules.common import fmt_count, timing_evidence
 from rules.matching import facts
 
 
@@ -118,4 +118,6 @@ def buffer_amplification(
     if not parts:
         return
     evidence["plan_changed"] = comparison.plan_changed
-    yield emit("PS404", comparison, "; ".join(parts), {**evidence, **timing_evidence(comparison)})
+    yield buffer_amplification.finding(
+        comparison, "; ".join(parts), {**evidence, **timing_evidence(comparison)}
+    )

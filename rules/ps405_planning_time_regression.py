@@ -10,7 +10,7 @@ from detector.model import Finding, QueryComparison, Severity
 from detector.model.samples import extremes
 from detector.model.units import fmt_duration, fmt_ratio
 from rules.base import rule
-from rules.common import emit, timing_evidence
+from rules.common import timing_evidence
 from rules.gucs import changes_text, settings_changes, version_change
 
 
@@ -135,4 +135,4 @@ def planning_time_regression(
         "settings": [c.as_evidence() for c in search],
         **timing_evidence(comparison),
     }
-    yield emit("PS405", comparison, "; ".join(parts), evidence)
+    yield planning_time_regression.finding(comparison, "; ".join(parts), evidence)

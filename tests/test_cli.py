@@ -69,6 +69,9 @@ def test_rules_lists_the_catalog_and_documents_each_rule() -> None:
     assert doc.returncode == 0
     for section in ("What it flags", "Why it matters", "Example", "What to do"):
         assert section in doc.stdout
+    assert "file: rules/ps101_index_to_bitmap_scan.py" in doc.stdout
+    # a rule of a former family file is found by its code, in its own file
+    assert "file: rules/ps402_hash_batches.py" in planshift("rules", "PS402").stdout
     unknown = planshift("rules", "PS999")
     assert unknown.returncode == 2 and "error:" in unknown.stderr
 

@@ -57,6 +57,7 @@ def test_rules_json_lists_the_catalog_and_one_rule() -> None:
     assert "PS101" in {r["code"] for r in catalog}
     (one,) = document("rules", "rules", "PS101")["rules"]
     assert one["name"] == "index-to-bitmap-scan" and "What it flags" in one["doc"]
+    assert one["file"] == "rules/ps101_index_to_bitmap_scan.py"
 
 
 def test_unknown_format_is_a_usage_error() -> None:

@@ -61,3 +61,23 @@ def test_readme_how_it_decides_is_what_the_code_says() -> None:
     start = readme.index("<!-- how-it-decides:")
     section = readme[readme.index("\n", start) + 1 : readme.index("<!-- /how-it-decides -->")]
     assert section == HOW_IT_DECIDES
+
+
+def test_contributing_names_real_files() -> None:
+    """CONTRIBUTING.md's recipes name the files to touch: each one exists (placeholders such as
+    `<format>`, `NNN`, `*` and the example rule PS406 aside), and so does each name it cites."""
+    text = (ROOT / "CONTRIBUTING.md").read_text()
+    paths = set(re.findall(r"`([\w./-]+/[\w./-]*|[\w/-]+\.(?:py|md|toml|sql|json))`", text))
+    placeholder = re.compile(r"[<*]|NNN|(?i:ps406)|^\.venv/")
+    checked = sorted(p for p in paths if not placeholder.search(p) and not p.startswith("."))
+    assert len(checked) > 30, checked
+    missing = [p for p in checked if not (ROOT / p.split(":")[0]).exists()]
+    assert not missing, f"CONTRIBUTING.md names files that do not exist: {missing}"
+    for name in ("FORMATS", "DETECTION_ORDER", "format_of", "LogFormat", "_REPORTERS"):
+        assert name in text
+    assert "FORMATS = (" in (ROOT / "collectors/logs/records.py").read_text()
+    assert "DETECTION_ORDER = (" in (ROOT / "collectors/logs/records.py").read_text()
+    assert "class LogFormat(Protocol)" in (ROOT / "collectors/logs/formats.py").read_text()
+    assert "_REPORTERS = (" in (ROOT / "detector/reports/__init__.py").read_text()
+    assert "EXTENSIONS = {" in (ROOT / "tests/test_reports_golden.py").read_text()
+    assert "DOCS_PAGES = {" in (ROOT / "tests/test_rules.py").read_text()

@@ -1,44 +1,19 @@
-"""Rule catalog tests: data-driven cases (tests/fixtures/rules/<CODE>/<case>.toml) and the framework.
+"""The rule catalog: every rule documented, found by its file name, with cases; the framework.
 
-A case file gives the two sides of one query: captured plan fixtures (EXPLAIN JSON from a
-real server, tests/fixtures/plans/pg*/*.json) with sample counts, and the measured
-durations. The harness builds the `QueryComparison` the way `detector.engine.comparison.compare` does
-(timing statistics from `detector.engine.stats`), runs every rule, and checks that the codes in
-`expect` fire, that the rule under test fires only when expected, and its severity.
-
-    description = "PG 15 Index Scan -> PG 17 Bitmap Heap Scan, measured 15% slower"
-    expect = ["PS100", "PS101", "PS200"]
-    severity = "error"                 # optional: of the rule under test's findings
-    options = { near_tie = 0.05 }      # optional: overrides for the rule under test
-    timing = { min_effect = 0.05 }     # optional: keyword arguments of compare_timings
-    message_contains = ["sbtest1: IndexScan(sbtest1_pkey)"]   # optional
-
-    [baseline]
-    plan = "tests/fixtures/plans/pg15/range_index_scan.json"
-    durations_ms = [2.0, 2.1, ...]
-
-    [candidate]                        # several shapes: `plans`, dominant = most samples
-    plans = [{ fixture = "...", samples = 14 }, { fixture = "...", samples = 6 }]
-    durations_ms = [...]
-    planning_ms = [...]                # optional: planning times (PS405)
-    settings = { random_page_cost = "1.1" }   # optional, else the dominant fixture's gucs
-
-Each variant's median shared blocks are its fixture's EXPLAIN (BUFFERS) totals, as compare
-takes them from the observations. tests/fixtures/rules/gen_cases.py writes the case files.
+The cases themselves (tests/fixtures/rules/<CODE>/<case>.toml, read by tests/rule_cases.py)
+run in tests/test_rules_fixtures.py.
 """
 
 from __future__ import annotations
 
 import ast
-import json
+import importlib
 import re
 import sys
-import tomllib
-from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import CASE_FILES, CASES_DIR, ROOT, load_case
+from rule_cases import CASES_DIR, ROOT, case_files, load_case
 
 import rules
 from detector.model import (
@@ -52,7 +27,9 @@ from rules import base
 from rules.common import relative_gap
 from rules.ps101_index_to_bitmap_scan import index_to_bitmap_pairs
 
-DOCS_URL = re.compile(r"https://www\.postgresql\.org/docs/current/([a-z0-9-]+\.html)(?:#[A-Z0-9-]+)?")
+DOCS_URL = re.compile(
+    r"https://www\.postgresql\.org/docs/current/([a-z0-9-]+\.html)(?:#[A-Z0-9-]+)?"
+)
 #: the PostgreSQL documentation pages the rule docs cite (docs/current/<page>): a typo fails
 DOCS_PAGES = {
     "auto-explain.html",
@@ -86,47 +63,6 @@ DOCS_PAGES = {
 }
 
 
-
-
-
-
-
-
-def _run(case: dict[str, Any], comparison: QueryComparison, code: str) -> list[Finding]:
-    return rules.run_rules(comparison, options={code: case.get("options", {})})
-
-
-@pytest.mark.parametrize("path", CASE_FILES, ids=lambda p: f"{p.parent.name}/{p.stem}")
-def test_case(path: Path) -> None:
-    code = path.parent.name
-    case, comparison = load_case(path)
-    assert case.get("description"), "every case says what it is"
-    findings = _run(case, comparison, code)
-    fired = {f.code for f in findings}
-    expected = set(case["expect"])
-    report = "\n".join(f"{f.code} {f.severity}: {f.message}" for f in findings)
-    assert expected <= fired, f"missing {sorted(expected - fired)}; got:\n{report}"
-    assert (code in fired) == (code in expected), f"{code} fired unexpectedly:\n{report}"
-    mine = [f for f in findings if f.code == code]
-    if "severity" in case:
-        assert {f.severity for f in mine} == {Severity(case["severity"])}, report
-    for text in case.get("message_contains", []):
-        assert any(text in f.message for f in mine), f"{text!r} not in:\n{report}"
-    for found in findings:
-        assert "\n" not in found.message
-        assert found.query_key == comparison.query_key
-        json.dumps(found.evidence, sort_keys=True)  # evidence is plain JSON
-    assert findings == sorted(findings, key=Finding.sort_key)
-
-
-def test_case_directories_name_registered_rules() -> None:
-    codes = {r.code for r in rules.all_rules()}
-    assert CASES_DIR.is_dir()
-    for folder in CASES_DIR.iterdir():
-        if folder.is_dir() and folder.name != "__pycache__":
-            assert folder.name in codes, f"{folder} is not a rule code"
-
-
 @pytest.mark.parametrize("rule", rules.all_rules(), ids=lambda r: r.code)
 def test_rule_is_documented_and_has_cases(rule: rules.Rule) -> None:
     sections = rule.sections()
@@ -142,55 +78,42 @@ def test_rule_is_documented_and_has_cases(rule: rules.Rule) -> None:
     assert len(cited) == sections["References"].count("https://"), "only postgresql.org docs"
     unknown = sorted({page for page in cited if page not in DOCS_PAGES})
     assert not unknown, f"{rule.code} cites pages not in DOCS_PAGES (a typo?): {unknown}"
-    cases = sorted((CASES_DIR / rule.code).glob("*.toml"))
-    firing = [p for p in cases if rule.code in tomllib.loads(p.read_text())["expect"]]
-    assert firing, f"{rule.code} has no case that fires"
+    cases = [load_case(path) for path in sorted((CASES_DIR / rule.code).glob("*.toml"))]
+    firing = [case for case in cases if case.fires()]
+    assert firing, f"{rule.code} has no case that fires (tests/fixtures/rules/{rule.code}/)"
     assert len(firing) < len(cases), f"{rule.code} has no case that does not fire"
+    assert rule.file == f"rules/{rule.code.lower()}_{rule.name.replace('-', '_')}.py"
+    assert (ROOT / rule.file).is_file() or rule.file.startswith("/"), rule.file
 
 
 def test_rule_messages_never_cite_internal_seed_documents() -> None:
-    for path in CASE_FILES:
-        case, comparison = load_case(path)
-        for found in _run(case, comparison, path.parent.name):
-            assert not re.search(r"\bseeds?\b", found.message, re.IGNORECASE), found.message
+    for path in case_files():
+        for found in load_case(path).findings:
+            assert not re.search(r"\bseeds?\b", found["message"], re.IGNORECASE), found
 
 
 # --- the layout: where is PS101? -------------------------------------------------------------
 
 
-def _codes_of(module: str) -> list[str]:
-    match = rules.RULE_MODULE.match(module)
-    assert match, module
-    first = int(match["first"])
-    last = int(match["last"] or first)
-    return [f"PS{n}" for n in range(first, last + 1)]
-
-
-def test_every_module_is_framework_or_named_by_its_codes() -> None:
-    """A file in rules/ that is neither framework nor `ps<code>_...` would never be imported."""
-    modules = {p.stem for p in (ROOT / "rules").glob("*.py") if p.stem != "__init__"}
+def test_one_rule_per_file_named_by_its_code_and_name() -> None:
+    """Where is PS402? In rules/ps402_hash_batches.py, and nowhere else."""
     assert not list((ROOT / "rules").glob("*/__init__.py")), "no subpackage: one flat catalog"
-    strays = sorted(modules - rules.FRAMEWORK_MODULES - set(rules.rule_modules()))
-    assert not strays, f"rule modules are named ps<code>_<name>.py: {strays}"
-    assert modules >= rules.FRAMEWORK_MODULES
-    registered = {r.code for r in rules.all_rules()}
-    for module in rules.rule_modules():
-        imported = sys.modules[f"rules.{module}"]
-        here = sorted(r.code for r in rules.all_rules() if r.check.__module__ == imported.__name__)
-        named = _codes_of(module)
-        assert here, f"{module} registers no rule"
-        assert set(here) <= set(named), f"{module} registers {here}, its name says {named}"
-        assert {named[0], named[-1]} <= set(here), f"{module}: name the codes it registers"
-        assert set(named) & registered <= set(here), f"{module}'s codes live elsewhere too"
+    by_module = {r.check.__module__.removeprefix("rules."): r for r in rules.all_rules()}
+    assert len(by_module) == len(rules.all_rules()), "one rule per file"
+    assert sorted(by_module) == rules.rule_modules()
+    for module, found in by_module.items():
+        assert module == f"{found.code.lower()}_{found.name.replace('-', '_')}", module
 
 
-def test_each_rule_is_found_by_its_code_and_a_lone_rule_by_its_name() -> None:
-    for found in rules.all_rules():
-        module = found.check.__module__.removeprefix("rules.")
-        assert found.code in _codes_of(module), f"{found.code} lives in {module}"
-        match = rules.RULE_MODULE.match(module)
-        if match and not match["last"]:
-            assert module == f"{found.code.lower()}_{found.name.replace('-', '_')}", module
+def test_helper_modules_register_no_rule_and_no_rule_file_is_misnamed() -> None:
+    """A file that looks like a rule but does not match the pattern would never be imported."""
+    for path in sorted((ROOT / "rules").glob("*.py")):
+        if path.stem == "__init__" or rules.RULE_MODULE.match(path.stem):
+            continue
+        assert not re.match(r"(?i)ps\d", path.stem), f"{path.name}: name it ps<code>_<name>.py"
+        module = importlib.import_module(f"rules.{path.stem}")
+        here = [r.code for r in rules.all_rules() if r.check.__module__ == module.__name__]
+        assert not here, f"helper module {path.name} registers {here}"
 
 
 def test_rule_modules_are_discovered_by_their_file_names() -> None:
@@ -200,9 +123,24 @@ def test_rule_modules_are_discovered_by_their_file_names() -> None:
     )
     assert listed == on_disk and "ps101_index_to_bitmap_scan" in listed
     assert rules.RULE_MODULE.match("ps110_partial_aggregation_changed")
-    assert rules.RULE_MODULE.match("ps401_ps403_spills")
-    for wrong in ("PS110_x", "ps11_x", "ps110-x", "ps110", "plan_flip", "ps110_X"):
-        assert not rules.RULE_MODULE.match(wrong), wrong
+    wrong = ("PS110_x", "ps11_x", "ps110-x", "ps110", "plan_flip", "ps110_X", "ps401_ps403_spills")
+    for name in wrong:
+        assert not rules.RULE_MODULE.match(name), name
+
+
+def test_no_rule_writes_its_code_twice() -> None:
+    """A rule's code is in its decorator and its file name; findings come from
+    `<rule>.finding(...)`, never from a code string."""
+    for path in sorted((ROOT / "rules").glob("*.py")):
+        codes = [
+            node.value
+            for node in ast.walk(ast.parse(path.read_text()))
+            if isinstance(node, ast.Constant)
+            and isinstance(node.value, str)
+            and re.fullmatch(r"PS\d{3}", node.value)
+        ]
+        expected = [path.stem[:5].upper()] if rules.RULE_MODULE.match(path.stem) else []
+        assert codes == expected, f"{path.name} has code strings {codes}"
 
 
 # --- the framework -----------------------------------------------------------------------
@@ -273,8 +211,7 @@ def test_registration_checks_code_name_family_and_clashes(monkeypatch: pytest.Mo
         return [rules.get_rule("PS100").finding(comparison, "wrong code", {})]
 
     assert rules.get_rule("PS199").options == {"flag": True}
-    path = next(p for p in CASE_FILES if p.parent.name == "PS100")
-    _, comparison = load_case(path)
+    comparison = load_case(next(iter(sorted((CASES_DIR / "PS100").glob("*.toml"))))).comparison
     with pytest.raises(RuntimeError, match="PS199 emitted a finding coded PS100"):
         rules.run_rules(comparison, select=["PS199"])
 
@@ -342,8 +279,8 @@ def test_number_formatting() -> None:
 
 def test_rules_declared_plan_change_only_never_fire_on_the_same_plan() -> None:
     """`needs_plan_change` lets the runner skip a rule: check the declaration is true."""
-    for path in sorted(CASES_DIR.glob("*/*.toml")):
-        _, comparison = load_case(path)
+    for path in case_files():
+        comparison = load_case(path).comparison
         if comparison.plan_changed:
             continue
         for selected in rules.all_rules():

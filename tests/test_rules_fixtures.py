@@ -1,23 +1,28 @@
-"""The rule catalog's own captured plans (tests/fixtures/plans/rules/pg*/, the RULE_SCENARIOS of
-tests/fixtures/capture_plans.py) keep their promises, and the case generator reproduces the
-committed case files (tests/fixtures/rules/<CODE>/*.toml)."""
+"""The rule cases (tests/fixtures/rules/<CODE>/*.toml, read by tests/rule_cases.py) hold: every
+finding of each, code, severity and message. Their inputs are real: the rule catalog's captured
+plans (tests/fixtures/plans/rules/pg*/, the RULE_SCENARIOS of tests/fixtures/capture_plans.py)
+keep their promises, and the measured executions (tests/fixtures/plans/timings/, written by
+tests/fixtures/capture_timings.py) are of the plans they sit beside."""
 
 from __future__ import annotations
 
 import importlib.util
 import json
 import sys
+import tomllib
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 import pytest
+from rule_cases import CASES_DIR, ROOT, Case, case_files, check, load_case
 
-from detector.model import Plan, PlanNode, fingerprint, parse_plan
+import rules
+from detector.model import Finding, Plan, PlanNode, fingerprint, parse_plan
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 RULE_PLANS = FIXTURES / "plans" / "rules"
-CASES = FIXTURES / "rules"
+TIMINGS = FIXTURES / "plans" / "timings"
 VERSIONS = ("pg15", "pg17", "pg18")
 FIXTURE_KEYS = {"scenario", "description", "server_version_num", "gucs", "sql", "explain"}
 
@@ -124,12 +129,101 @@ class TestPromises:
         assert scan.heap_fetches >= scan.actual_rows_total
 
 
-def test_case_generator_reproduces_the_case_files(tmp_path: Path) -> None:
-    generator = _module(CASES / "gen_cases.py", "gen_cases")
-    assert generator.main(["--out", str(tmp_path)]) == 0
-    written = sorted(p.relative_to(tmp_path) for p in tmp_path.glob("PS*/*.toml"))
-    assert written, "the generator wrote no case"
-    for relative in written:
-        committed = CASES / relative
-        assert committed.exists(), f"{relative} is generated but not committed"
-        assert (tmp_path / relative).read_text() == committed.read_text(), relative
+def run(case: Case) -> list[Finding]:
+    return rules.run_rules(case.comparison, options={case.code: case.options})
+
+
+@pytest.mark.parametrize("path", case_files(), ids=lambda p: f"{p.parent.name}/{p.stem}")
+def test_case(path: Path) -> None:
+    case = load_case(path)
+    assert case.description, f"{case.name}: every case says what it is"
+    findings = run(case)
+    problems = check(case, findings)
+    assert not problems, "\n".join(problems)
+    for found in findings:
+        assert "\n" not in found.message
+        assert found.query_key == case.comparison.query_key
+        json.dumps(found.evidence, sort_keys=True)  # evidence is plain JSON
+    assert findings == sorted(findings, key=Finding.sort_key)
+
+
+def test_case_folders_name_registered_rules() -> None:
+    codes = {r.code for r in rules.all_rules()}
+    folders = [p for p in CASES_DIR.iterdir() if p.is_dir() and p.name != "__pycache__"]
+    assert folders
+    for folder in folders:
+        assert folder.name in codes, f"{folder} is not a rule code"
+    assert not list(CASES_DIR.glob("*.py")), "the cases are written by hand, not generated"
+
+
+def test_a_failing_case_names_its_file_and_the_expectation(tmp_path: Path) -> None:
+    original = CASES_DIR / "PS200" / "flip_regressed.toml"
+    case = load_case(original)
+    assert case.findings, "the case this test edits expects findings"
+    findings = run(case)
+    assert check(case, findings) == []
+    wrong = dict(case.findings[-1], message=case.findings[-1]["message"] + "!")
+    edited = Case(
+        case.path,
+        case.code,
+        case.description,
+        case.options,
+        [*case.findings[:-1], wrong],
+        case.comparison,
+    )
+    n = len(case.findings)
+    assert check(edited, findings) == [
+        f"tests/fixtures/rules/PS200/flip_regressed.toml: finding {n} ({wrong['code']}): message "
+        f"expected {wrong['message']!r}, got {findings[-1].message!r}"
+    ]
+    missing = Case(
+        case.path, case.code, case.description, case.options, case.findings[:-1], case.comparison
+    )
+    assert check(missing, findings)[0].startswith(
+        f"tests/fixtures/rules/PS200/flip_regressed.toml: finding {n} made, not expected: "
+    )
+    broken = tmp_path / "PS200" / "broken.toml"
+    broken.parent.mkdir()
+    broken.write_text(original.read_text().replace("[baseline]", "[baseline]\nplna = 1"))
+    with pytest.raises(ValueError, match=r"broken.toml: \[baseline\] has unknown keys \['plna'\]"):
+        load_case(broken)
+
+
+def test_measured_executions_are_of_the_plan_beside_them() -> None:
+    environment = json.loads((TIMINGS / "capture_environment.json").read_text())
+    files = sorted(TIMINGS.rglob("pg*/*.json"))
+    assert files
+    for path in files:
+        record = json.loads(path.read_text())
+        plan_path = FIXTURES / "plans" / path.relative_to(TIMINGS)
+        version = path.parent.name
+        assert record["scenario"] == path.stem and plan_path.exists(), path
+        captured = parse_plan(json.loads(plan_path.read_text())["explain"])
+        assert record["fingerprint"] == fingerprint(captured), path
+        assert record["server_version_num"] // 10000 == int(version.removeprefix("pg"))
+        executions = environment[version]["executions"]
+        assert len(record["execution_ms"]) == len(record["planning_ms"]) == executions, path
+        assert all(ms > 0 for ms in record["execution_ms"] + record["planning_ms"]), path
+
+
+def test_cases_name_the_measured_executions_of_their_own_plans() -> None:
+    """A side's measured durations are its own plan's, or the baseline's where a case needs
+    the two sides to take the same time (its description says so); durations written out are
+    the exception, and the description says why."""
+    for path in case_files():
+        raw = tomllib.loads(path.read_text())
+        description = raw["description"]
+        for label in ("baseline", "candidate"):
+            side = raw[label]
+            for entry in side.get("plans", [side]):
+                plan, durations = entry.get("plan", entry.get("fixture")), entry.get("durations_ms")
+                if plan is None:
+                    continue
+                if not isinstance(durations, str):
+                    assert "durations written out" in description, f"{path}: say why"
+                    continue
+                assert (ROOT / durations).exists(), f"{path}: {durations}"
+                own = plan.replace("tests/fixtures/plans/", "tests/fixtures/plans/timings/", 1)
+                if durations != own:
+                    assert label == "candidate" and durations == raw["baseline"]["durations_ms"]
+                    assert "the baseline's executions on both sides" in description, path

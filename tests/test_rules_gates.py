@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from helpers import CASE_FILES, load_case
+from rule_cases import case_files, load_case
 
 from detector.model import QueryComparison, Verdict
 from rules import Rule, RuleRunner, all_rules
@@ -13,8 +13,8 @@ from rules import Rule, RuleRunner, all_rules
 
 def comparisons() -> list[QueryComparison]:
     found = []
-    for path in CASE_FILES:
-        _, comparison = load_case(path)
+    for path in case_files():
+        comparison = load_case(path).comparison
         for verdict in Verdict:
             found.append(replace(comparison, timing=replace(comparison.timing, verdict=verdict)))
     return found

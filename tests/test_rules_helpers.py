@@ -1,5 +1,5 @@
 """The helpers rule families share: node matching (rules.matching), settings (rules.gucs),
-and the q-error (rules.ps301_ps302_row_estimates), on captured plans."""
+and the q-error (rules.row_estimates), on captured plans."""
 
 from __future__ import annotations
 
@@ -32,7 +32,7 @@ from rules.matching import (
     top_joins,
 )
 from rules.ps102_index_to_seq_scan import scan_size
-from rules.ps301_ps302_row_estimates import misestimates
+from rules.row_estimates import misestimates
 
 PLANS = Path(__file__).resolve().parent / "fixtures" / "plans"
 

@@ -75,6 +75,7 @@ def rules(
     out.print(
         f"[bold]{rule.code} {rule.name}[/] (family {rule.family}, default severity {rule.severity.value})"
     )
+    out.print(f"file: {rule.file}", markup=False)
     out.print(rule.doc, markup=False)
     if rule.options:
         out.print(

@@ -16,7 +16,7 @@ from collectors.logs.records import FORMATS
 from detector.errors import PlanshiftError
 from detector.jobs.progress import progress_bar
 from detector.model.identity import text_query_key
-from detector.model.units import counted, fmt_version
+from detector.model.units import counted
 from detector.store import Store
 from detector.version import __version__
 

@@ -176,6 +176,7 @@ def rules_document(rules: Sequence[Rule]) -> dict[str, Any]:
                 "summary": rule.summary,
                 "options": dict(rule.options),
                 "doc": rule.doc,
+                "file": rule.file,
             }
             for rule in rules
         ],
