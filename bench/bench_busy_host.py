@@ -24,7 +24,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from detector.engine.comparison.options import CompareOptions  # noqa: E402
-from detector.jobs.run import compare_from_store  # noqa: E402
+from detector.jobs.compare import compare_from_store  # noqa: E402
 from detector.model import Verdict  # noqa: E402
 
 

@@ -15,7 +15,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from detector.model import TimingComparison, Verdict
-from rules.common import fmt_count
+from detector.model.units import fmt_count
 from rules.gucs import SettingChange
 
 Sets = list[list[str]]

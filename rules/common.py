@@ -18,7 +18,7 @@ from detector.model import (
     Verdict,
     normalized_cost,
 )
-from detector.model.units import fmt_duration
+from detector.model.units import fmt_count, fmt_duration
 from rules.matching import memo, plan_nodes
 
 
@@ -159,19 +159,6 @@ def relative_gap(a: float, b: float) -> float:
 
 def fmt_cost(value: float) -> str:
     return f"{value:.1f}"
-
-
-def fmt_count(value: float | None) -> str:
-    """Rows and blocks: `2000`, `2.5` (PG 18 fractional rows), `1.2M`."""
-    if value is None:
-        return "?"
-    if abs(value) >= 10_000_000:
-        return f"{value / 1_000_000:.0f}M"
-    if abs(value) >= 1_000_000:
-        return f"{value / 1_000_000:.1f}M"
-    if value == int(value):
-        return f"{int(value)}"
-    return f"{value:.1f}" if abs(value) >= 1 else f"{value:.2g}"
 
 
 def fmt_blocks(blocks: float) -> str:

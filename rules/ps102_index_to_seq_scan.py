@@ -8,8 +8,9 @@ from typing import Any
 
 from detector.model import Finding, Plan, QueryComparison, Severity, normalized_cost
 from detector.model.fingerprint import short_name
+from detector.model.units import fmt_count
 from rules.base import rule
-from rules.common import flip_context, fmt_cost, fmt_count, node_at
+from rules.common import flip_context, fmt_cost, node_at
 from rules.matching import placed_nodes
 from rules.pairing import flipped_reads, scan_text
 

@@ -6,8 +6,9 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from detector.model import Finding, Plan, PlanNode, QueryComparison, ScanAccess, Severity
+from detector.model.units import fmt_count
 from rules.base import rule
-from rules.common import flip_context, fmt_count, node_at
+from rules.common import flip_context, node_at
 from rules.matching import accesses, facts
 from rules.pairing import flipped_reads, pair_by_relation, scan_text
 

@@ -7,8 +7,9 @@ from typing import Any
 
 from detector.model import Finding, Plan, PlanNode, QueryComparison, Severity
 from detector.model.fingerprint import node_label
+from detector.model.units import fmt_count
 from rules.base import rule
-from rules.common import flip_context, fmt_count
+from rules.common import flip_context
 from rules.matching import RelationKey, key_text, keyed
 
 CACHE_NODES = ("Memoize", "Materialize")

@@ -6,8 +6,8 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from detector.model import Finding, PlanNode, QueryComparison, Severity
+from detector.model.units import fmt_count
 from rules.base import rule
-from rules.common import fmt_count
 from rules.matching import (
     RelationKey,
     facts,

@@ -6,9 +6,9 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from detector.model import Finding, PlanVariant, QueryComparison, Severity
-from detector.model.units import fmt_ratio
+from detector.model.units import fmt_count, fmt_ratio
 from rules.base import rule
-from rules.common import fmt_count, timing_evidence
+from rules.common import timing_evidence
 from rules.matching import facts
 
 

@@ -7,9 +7,10 @@ from typing import Any
 
 from detector.model import Finding, Plan, QueryComparison, Severity
 from detector.model.settings import CATEGORIES, ENABLES, method_nodes, normalized
+from detector.model.units import fmt_count
 from rules.base import rule
 from rules.causes import tested_text
-from rules.common import fmt_count, relative_gap, timing_evidence
+from rules.common import relative_gap, timing_evidence
 from rules.gucs import SettingChange, settings_changes, version_change
 from rules.matching import accesses
 

@@ -10,7 +10,7 @@ from typing import Any
 
 from detector.model import Plan
 from detector.model.fingerprint import node_label
-from rules.common import fmt_count
+from detector.model.units import fmt_count
 from rules.matching import memo, parallel_divisor, placed_nodes
 
 _SKIPPED = ("BitmapAnd", "BitmapOr")  # these always report 0 actual rows

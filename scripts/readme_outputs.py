@@ -66,7 +66,7 @@ def fixture_store(name: str) -> str:
     )
     sys.path.insert(0, str(ROOT))
     from collectors.pgss import read_from_json
-    from detector.jobs.ingest import store_snapshot
+    from detector.jobs.snapshot import store_snapshot
     from detector.reports.consoles import discard
 
     quiet = discard()

@@ -29,7 +29,8 @@ sys.path.insert(0, str(ROOT / "tests"))
 from chromium import screenshot  # noqa: E402
 
 from detector.engine.comparison.options import CompareOptions  # noqa: E402
-from detector.jobs.run import census_from_store, compare_from_store  # noqa: E402
+from detector.jobs.census import census_from_store  # noqa: E402
+from detector.jobs.compare import compare_from_store  # noqa: E402
 from detector.model import Severity  # noqa: E402
 from detector.reports import render  # noqa: E402
 from detector.reports.census_html import render_census_html  # noqa: E402

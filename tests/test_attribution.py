@@ -8,7 +8,7 @@ from pathlib import Path
 from helpers import run_and_compare
 
 from collectors.runner import RunOptions
-from detector.jobs.run import DEMO_WORKLOAD
+from detector.jobs.demo import DEMO_WORKLOAD
 from detector.reports.json_report import to_document
 
 

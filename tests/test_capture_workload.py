@@ -21,7 +21,7 @@ from collectors.servers.installations import find_installation
 from detector.cli.app import app
 from detector.engine.comparison.options import CompareOptions
 from detector.errors import PlanshiftError
-from detector.jobs.run import compare_from_store
+from detector.jobs.compare import compare_from_store
 from detector.jobs.workload import load_workload
 from detector.model.workload import Query
 from detector.store import Store

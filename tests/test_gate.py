@@ -11,7 +11,7 @@ from collectors.servers.embedded import EmbeddedCluster
 from detector.engine.comparison.approvals import read_approvals
 from detector.engine.comparison.config import load_config, parse_config
 from detector.errors import PlanshiftError
-from detector.jobs.gate import parse_rule_option
+from detector.jobs.compare_options import parse_rule_option
 
 WORKLOAD = FORCED_PLANS_WORKLOAD.replace('name = "cli-test"', 'name = "gate-test"') + """
 [[queries]]

@@ -17,7 +17,7 @@ from collectors.servers.installations import find_installation
 from detector.cli.app import app
 from detector.engine.timeline.build import PgssDelta, store_pgss_deltas
 from detector.errors import PlanshiftError
-from detector.jobs.ingest import store_snapshot, take_snapshot
+from detector.jobs.snapshot import store_snapshot, take_snapshot
 from detector.store import Store
 
 pytestmark = pytest.mark.pg

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 from helpers import fixed_store, whole_page
 
+from detector.engine.sweeps import crossings
 from detector.errors import PlanshiftError
 from detector.model import Plan, Severity, parse_plan
 from detector.model.units import fmt_ms
@@ -19,7 +20,6 @@ from detector.reports import FORMATS, OutputSpec, format_for_path, gate_severity
 from detector.reports.common import findings_by_query, fmt_number, slug
 from detector.reports.github import escape_data, escape_property
 from detector.reports.plan_diff import align, q_error
-from detector.reports.sweeps import crossings
 
 ROOT = Path(__file__).resolve().parent.parent
 PLANS = ROOT / "tests" / "fixtures" / "plans" / "pg15"
@@ -129,7 +129,7 @@ def test_crossings_interpolate_on_log_axes() -> None:
 
 def test_findings_of_sweep_points_go_to_their_point() -> None:
     from detector.engine.comparison.options import CompareOptions
-    from detector.jobs.run import compare_from_store
+    from detector.jobs.compare import compare_from_store
 
     result = compare_from_store(STORE, "current", "proposed", None, CompareOptions())
     owned, orphans = findings_by_query(result)
@@ -213,7 +213,7 @@ def test_html_renders_odd_results() -> None:
     from dataclasses import replace
 
     from detector.engine.comparison.options import CompareOptions
-    from detector.jobs.run import compare_from_store
+    from detector.jobs.compare import compare_from_store
     from detector.reports import render
 
     result = compare_from_store(STORE, "current", "proposed", None, CompareOptions())

@@ -20,7 +20,7 @@ import pytest
 from helpers import COMMITTED, fixed_store
 
 from detector.engine.comparison.options import CompareOptions
-from detector.jobs.run import compare_from_store
+from detector.jobs.compare import compare_from_store
 from detector.model import ComparisonResult, Severity
 from detector.reports import FORMATS, render
 

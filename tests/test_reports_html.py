@@ -41,7 +41,7 @@ STORE = fixed_store()
 @pytest.fixture(scope="module")
 def result() -> ComparisonResult:
     from detector.engine.comparison.options import CompareOptions
-    from detector.jobs.run import compare_from_store
+    from detector.jobs.compare import compare_from_store
 
     return compare_from_store(STORE, "current", "proposed", None, CompareOptions())
 
@@ -121,7 +121,8 @@ def test_queries_are_in_order_of_importance(dom: Element, result: ComparisonResu
 
 
 def test_plan_diff_rows_conditions_and_actuals(dom: Element, result: ComparisonResult) -> None:
-    from detector.reports.common import condition_text, fmt_count
+    from detector.model.units import fmt_count
+    from detector.reports.common import condition_text
     from detector.reports.html_plan import side_conditions
     from detector.reports.plan_diff import align, node_totals
 
@@ -265,7 +266,8 @@ def test_the_reports_census_is_a_plan_diagram(dom: Element, result: ComparisonRe
 @needs_chromium
 def test_chromium_renders_the_census_page(tmp_path: Path) -> None:
     from detector.engine.comparison.options import CompareOptions
-    from detector.jobs.run import census_from_store, compare_from_store
+    from detector.jobs.census import census_from_store
+    from detector.jobs.compare import compare_from_store
     from detector.reports.census_html import render_census_html
 
     censuses = census_from_store(STORE, None, None, [])
@@ -307,7 +309,7 @@ def test_the_demo_plan_diff_shows_the_conditions_and_counters(tmp_path: Path) ->
     import shutil
 
     from detector.engine.comparison.options import CompareOptions
-    from detector.jobs.run import compare_from_store
+    from detector.jobs.compare import compare_from_store
     from detector.model import Severity
     from detector.reports import render
 

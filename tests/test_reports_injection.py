@@ -24,7 +24,8 @@ from typer.testing import CliRunner
 
 from detector.cli.app import app
 from detector.engine.comparison.options import CompareOptions
-from detector.jobs.run import census_from_store, compare_from_store
+from detector.jobs.census import census_from_store
+from detector.jobs.compare import compare_from_store
 from detector.model import ComparisonResult, Severity
 from detector.reports import FORMATS, render, render_terminal_text
 from detector.reports.census_html import render_census_html

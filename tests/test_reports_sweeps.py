@@ -12,8 +12,9 @@ from pathlib import Path
 from chromium import DevTools, needs_chromium
 from helpers import COMMITTED
 
+from detector.engine.sweeps import SideSeries, SweepAnalysis, crossings
 from detector.reports.charts import CHAR, label_rows
-from detector.reports.sweeps import SideSeries, SweepAnalysis, caption, crossings
+from detector.reports.sweeps import caption
 
 
 def _analysis(costs: tuple[tuple[float, ...], tuple[float, ...]],
@@ -87,7 +88,7 @@ def test_the_crossing_chart_is_the_first_thing_seen(tmp_path: Path) -> None:
     the page is the sweep chart, inside the first screen, and its crossing labels overlap
     neither each other nor the plot."""
     from detector.engine.comparison.options import CompareOptions
-    from detector.jobs.run import compare_from_store
+    from detector.jobs.compare import compare_from_store
     from detector.model import Severity
     from detector.reports import render
 

@@ -23,7 +23,7 @@ from detector.engine.comparison.compare import compare_sides, resolve_side
 from detector.engine.stats import timing_stats
 from detector.engine.timeline.build import build_timeline, parse_time, store_pgss_deltas
 from detector.errors import PlanshiftError
-from detector.jobs.ingest import take_snapshot
+from detector.jobs.snapshot import take_snapshot
 from detector.model import Verdict
 from detector.store import Store
 

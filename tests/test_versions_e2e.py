@@ -144,7 +144,7 @@ def compare_json(store: Path, baseline: str, candidate: str) -> dict[str, Any]:
 
 @pytest.mark.pg
 def test_census_has_every_target_and_point(store: Path, versions: Sequence[str]) -> None:
-    from detector.jobs.run import census_from_store
+    from detector.jobs.census import census_from_store
 
     (census,) = census_from_store(store, None, "sum_range", [])
     assert census.targets == tuple(versions)
@@ -162,7 +162,7 @@ def test_census_has_every_target_and_point(store: Path, versions: Sequence[str])
 
 @pytest.mark.pg
 def test_every_version_switches_to_bitmap_heap_scan(store: Path, versions: Sequence[str]) -> None:
-    from detector.jobs.run import census_from_store
+    from detector.jobs.census import census_from_store
 
     (census,) = census_from_store(store, None, "sum_range", [])
     switches = {s.target: s for s in census.switches()}

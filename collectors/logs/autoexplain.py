@@ -327,7 +327,7 @@ class LogIngest:
             problems=len(problems),
         )
         found = [(p.line, p.kind, p.message) for p in problems]
-        events = [event.row() for event in self.duplicates.new_events(batch.events)]
+        events = [event[:-1] for event in self.duplicates.new_events(batch.events)]  # all but path
         self.store.add_log_batch(
             file_id, columns, list(parsed.shapes.values()), queries, found, ledger,
             parsed.ambiguous, events,

@@ -26,9 +26,8 @@ from typing import Any, Protocol
 import numpy as np
 import numpy.typing as npt
 
-from collectors.logs.events import LogEvent
 from collectors.logs.formats import Problem
-from detector.model.log_rows import LogBatchColumns
+from detector.model.log_rows import LogBatchColumns, LogEventRow
 
 MIN_RUN = 4
 _NEVER = -(1 << 63)
@@ -172,9 +171,9 @@ class Duplicates:
         self.carried = carried
         return found
 
-    def new_events(self, events: list[LogEvent]) -> list[LogEvent]:
+    def new_events(self, events: list[LogEventRow]) -> list[LogEventRow]:
         """The events that do not repeat a stored one (or one before them in the batch)."""
-        timed = [event.time for event in events if event.time is not None]
+        timed = [event.logged_at for event in events if event.logged_at is not None]
         if not timed:
             return events
         stored = self.store.logged_events(min(timed), max(timed))
@@ -184,8 +183,8 @@ class Duplicates:
         seen = {row[:-1] for row in stored}
         kept = []
         for event in events:
-            key = (event.time, event.pid, event.kind, event.subject, event.value, event.message)
-            if event.time is None or key not in seen:
+            key = (event.logged_at, event.pid, event.kind, event.subject, event.value, event.message)
+            if event.logged_at is None or key not in seen:
                 kept.append(event)
                 seen.add(key)
         return kept

@@ -11,9 +11,9 @@ Plans' logged `Settings` are cut out by `plan_settings`; their changes are found
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+
+from detector.model.log_rows import LogEventRow
 
 EVENT_HINT = re.compile(
     rb"changed to|SIGHUP|accept connections|starting PostgreSQL|automatic |statement: "
@@ -44,27 +44,6 @@ _DDL = re.compile(
 )
 
 
-@dataclass(frozen=True, slots=True)
-class LogEvent:
-    """One event: where it is in the file, when, and what: `subject` is the setting name, the
-    table (autovacuum, DDL; None: every table) or the version; `value` a setting's new value."""
-
-    line: int
-    offset: int
-    time: datetime | None
-    pid: int | None
-    database: str | None
-    kind: str
-    subject: str | None
-    value: str | None
-    message: str
-
-    def row(self) -> tuple[Any, ...]:
-        """As `Store.add_log_batch` takes it (the fields of a log_events row but the file)."""
-        return (self.line, self.offset, self.time, self.pid, self.database, self.kind,
-                self.subject, self.value, self.message)  # fmt: skip
-
-
 def may_be_event(data: bytes) -> bool:
     return EVENT_HINT.search(data) is not None
 
@@ -76,7 +55,7 @@ def event_of(
     time: datetime | None,
     pid: int | None = None,
     database: str | None = None,
-) -> LogEvent | None:
+) -> LogEventRow | None:
     """The event a log message (its first line, after the prefix and level) records, if any."""
     if _HINT_TEXT.search(message) is None:
         return None
@@ -86,7 +65,7 @@ def event_of(
         return None
     kind, subject, value = found
     text = message if len(message) <= MESSAGE_LIMIT else message[: MESSAGE_LIMIT - 3] + "..."
-    return LogEvent(line, offset, time, pid, database, kind, subject, value, text)
+    return LogEventRow(line, offset, time, pid, database, kind, subject, value, text)
 
 
 def _classify(message: str) -> tuple[str, str | None, str | None] | None:

@@ -26,9 +26,9 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, BinaryIO, ClassVar, Protocol
 
-from collectors.logs.events import LogEvent
 from collectors.logs.prefix import TimeParser
 from detector.errors import PlanshiftError
+from detector.model.log_rows import LogEventRow
 
 try:  # orjson is optional: 3-5x faster on large plans
     import orjson
@@ -87,7 +87,7 @@ class Batch:
     messages: int  # log messages read in this batch (plans and everything else)
     incomplete: list[Problem] = field(default_factory=list)  # open at end of file
     unknown_zones: frozenset[str] = frozenset()  # time zone abbreviations read as --log-timezone
-    events: list[LogEvent] = field(default_factory=list)  # setting changes, DDL ... (log_events)
+    events: list[LogEventRow] = field(default_factory=list)  # setting changes, DDL ... (log_events)
 
 
 @dataclass(frozen=True)
@@ -229,7 +229,7 @@ class LogReader:
         self.entries: list[RawEntry] = []
         self.problems: list[Problem] = []
         self.messages = 0
-        self.events: list[LogEvent] = []
+        self.events: list[LogEventRow] = []
         self.offset = position.offset  # end of the last processed segment
         self.line = position.line
         self.tail_line: int | None = None
@@ -304,8 +304,8 @@ class LogReader:
         if not self.start.stored(entry.offset):
             self.entries.append(entry)
 
-    def event(self, found: LogEvent | None) -> None:
-        if found is not None and found.offset >= self.start.high_offset:
+    def event(self, found: LogEventRow | None) -> None:
+        if found is not None and found.byte_offset >= self.start.high_offset:
             self.events.append(found)
 
     def _batch(self, *, final: bool) -> Batch:

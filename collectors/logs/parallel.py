@@ -138,7 +138,7 @@ def shift_lines(result: ChunkResult, lines: int) -> None:
     batch, parsed = result.batch, result.parsed
     batch.problems = [replace(p, line=p.line + lines) for p in batch.problems]
     batch.incomplete = [replace(p, line=p.line + lines) for p in batch.incomplete]
-    batch.events = [replace(e, line=e.line + lines) for e in batch.events]
+    batch.events = [e._replace(line=e.line + lines) for e in batch.events]
     checkpoint = batch.checkpoint
     batch.checkpoint = replace(checkpoint, resume_line=checkpoint.resume_line + lines)
     parsed.problems = [replace(p, line=p.line + lines) for p in parsed.problems]

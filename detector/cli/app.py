@@ -9,7 +9,21 @@ from typing import Annotated, Any
 import typer
 from typer.core import TyperGroup, TyperOption
 
-from detector.cli import capture, fleet, gate, listing, measure, postmortem, servers
+from detector.cli import (
+    approve,
+    calibrate,
+    capture,
+    census,
+    compare,
+    demo,
+    fleet,
+    noise,
+    postmortem,
+    rules,
+    run,
+    runs,
+    servers,
+)
 from detector.cli.common import configure_logging, err, fail, out
 from detector.errors import PlanshiftError
 
@@ -79,15 +93,15 @@ def _root(
 
 
 COMMANDS = (
-    measure.run,
-    measure.compare,
-    measure.demo,
-    gate.approve,
-    gate.noise,
-    gate.calibrate,
-    listing.runs,
-    listing.rules,
-    listing.census,
+    run.run,
+    compare.compare,
+    demo.demo,
+    approve.approve,
+    noise.noise,
+    calibrate.calibrate,
+    runs.runs,
+    rules.rules,
+    census.census,
     postmortem.ingest,
     postmortem.snapshot,
     postmortem.timeline,

@@ -139,8 +139,8 @@ def snapshot(
 ) -> None:
     """Store one snapshot of pg_stat_statements (run it periodically, e.g. from cron); with
     --lake, then export the store to the lake as the host --name."""
-    from detector.jobs.ingest import take_snapshot
     from detector.jobs.lake import export_after_ingest
+    from detector.jobs.snapshot import take_snapshot
 
     with user_errors():
         if lake is not None and name is None:
@@ -177,8 +177,9 @@ def timeline(
     lake: LakeOption = None,
 ) -> None:
     """Plan fingerprints of each logged query over time: flips marked, pgss deltas around them."""
-    from detector.jobs.ingest import show_timeline, show_top
     from detector.jobs.lake import store_or_lake
+    from detector.jobs.timeline import show_timeline
+    from detector.jobs.top import show_top
     from detector.reports.timeline_json import timeline_document
     from detector.reports.timeline_top import top_document
 
@@ -218,7 +219,7 @@ def setup_check(
 ) -> None:
     """Report auto_explain / pg_stat_statements settings and the ones planshift recommends;
     exit 1 when the server is not ready (settings to change), 2 when it cannot be checked."""
-    from detector.jobs.ingest import setup_check as run_check
+    from detector.jobs.setup_check import setup_check as run_check
     from detector.reports.setup_check import ready, render_setup_check, setup_check_document
 
     as_json = check_format(output_format)

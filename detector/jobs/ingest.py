@@ -1,4 +1,4 @@
-"""Jobs behind `planshift ingest`, `snapshot` and `setup-check`: wiring collectors to the store."""
+"""The ingest job: server logs read into the store, with a report per file."""
 
 from __future__ import annotations
 
@@ -7,7 +7,6 @@ import logging
 import socket
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from rich.console import Console
 
@@ -15,19 +14,16 @@ from collectors.logs.autoexplain import FileReport, IngestOptions, LogIngest, ch
 from collectors.logs.records import FORMATS
 from detector.errors import PlanshiftError
 from detector.jobs.progress import progress_bar
-from detector.model.identity import text_query_key
 from detector.model.units import counted
 from detector.store import Store
 from detector.version import __version__
 
-if TYPE_CHECKING:  # the timeline's modules are imported by the commands that use them
-    from collectors.pgss import PgssRead
-    from collectors.setup_check import Check
-    from detector.engine.timeline.build import PgssDelta, QueryTimeline
-    from detector.engine.timeline.top import TopQueries
-
 log = logging.getLogger(__name__)
+
+
 INGEST_LABEL = "ingest"
+
+
 ANONYMIZED = " (anonymized)"  # appended to the run label; targets.info has "anonymized"
 
 
@@ -174,162 +170,3 @@ def print_report(report: FileReport, console: Console) -> None:
             markup=False,
             highlight=False,
         )
-
-
-def take_snapshot(
-    *, store_path: Path, dsn: str, name: str | None, console: Console, anonymize: bool = False
-) -> int:
-    """Read pg_stat_statements once and store it as a snapshot of the server `name`
-    (`anonymize`: statement texts normalized, utility statements' literals included)."""
-    from collectors.pgss import connect, read_pgss
-
-    with connect(dsn) as conn:
-        read = read_pgss(conn, anonymize=anonymize)
-    return store_snapshot(store_path, read, name, console, anonymize=anonymize)
-
-
-def store_snapshot(
-    store_path: Path,
-    read: PgssRead,
-    name: str | None,
-    console: Console,
-    *,
-    anonymize: bool = False,
-) -> int:
-    """Store one read of pg_stat_statements as a snapshot of the server `name`; its id."""
-    source = name or _server_name(read.redacted_dsn)
-    with Store(store_path) as store:
-        run_id = store.begin_run(
-            f"snapshot {source}" + (ANONYMIZED if anonymize else ""),
-            workload_hash=None,
-            tool_version=__version__,
-            host=socket.gethostname(),
-            kind="snapshot",
-        )
-        target_id = store.add_target(
-            run_id,
-            source,
-            source="dsn",
-            server_version_num=read.server_version_num,
-            gucs={},
-            info={"dsn": read.redacted_dsn, "server": source, "anonymized": anonymize},
-        )
-        with store.transaction():
-            snapshot_id = store.add_pgss_snapshot(target_id, read.entries, taken_at=read.taken_at)
-            store.add_pgss_info(snapshot_id, read.dealloc, read.stats_reset)
-        store.finish_run(run_id)
-    console.print(
-        f"snapshot {snapshot_id} of {source}: {len(read.entries)} statements "
-        f"(dealloc {read.dealloc}, stats reset {read.stats_reset})",
-        markup=False,
-        highlight=False,
-    )
-    return snapshot_id
-
-
-def _server_name(redacted: str) -> str:
-    from psycopg.conninfo import conninfo_to_dict
-
-    try:
-        parts = conninfo_to_dict(redacted)
-    except Exception:  # an unusual DSN: name it generically
-        return "server"
-    host = str(parts.get("host") or "local").split(",")[0]
-    host = "local" if host.startswith("/") else host
-    return f"{host}/{parts.get('dbname') or parts.get('user') or 'postgres'}"
-
-
-def show_timeline(
-    *,
-    store_path: Path,
-    query: str | None,
-    since: str | None,
-    until: str | None,
-    source: str | None,
-    limit: int,
-    console: Console,
-) -> list[QueryTimeline]:
-    """Print each query's plan segments and flips, with pg_stat_statements around them."""
-    from detector.engine.timeline.build import build_timeline, parse_time, store_pgss_deltas
-    from detector.reports.timeline_terminal import render_timeline
-
-    if not store_path.exists():
-        raise PlanshiftError(f"store {store_path} does not exist", "run `planshift ingest` first")
-    with Store(store_path, read_only=True) as store:
-        reference = store.latest_log_time()
-        start = parse_time(since, reference) if since else None
-        end = parse_time(until, reference) if until else None
-        timelines = build_timeline(store, query=query, since=start, until=end, source=source)
-        deltas = store_pgss_deltas(store)
-    if not timelines:
-        raise PlanshiftError(
-            "no logged plans in that window", "ingest auto_explain logs with `planshift ingest`"
-        )
-    attach_pgss(timelines, deltas)
-    for timeline in timelines[:limit]:
-        render_timeline(timeline, console)
-    if len(timelines) > limit:
-        console.print(f"... {len(timelines) - limit} more queries (--limit, --query)")
-    return timelines
-
-
-def show_top(
-    *,
-    store_path: Path,
-    since: str | None,
-    until: str | None,
-    source: str | None,
-    order: str,
-    limit: int,
-    console: Console,
-) -> TopQueries:
-    """Print the window's top queries from the logs and from pg_stat_statements deltas."""
-    from detector.engine.timeline.build import parse_time, store_pgss_deltas
-    from detector.engine.timeline.top import TopQueries, check_order, top_from_logs, top_from_pgss
-    from detector.reports.timeline_top import render_top
-
-    check_order(order)
-    if not store_path.exists():
-        raise PlanshiftError(f"store {store_path} does not exist", "run `planshift ingest` first")
-    with Store(store_path, read_only=True) as store:
-        reference = store.latest_log_time()
-        start = parse_time(since, reference) if since else None
-        end = parse_time(until, reference) if until else None
-        rows = store.log_observations(start, end, None, source)
-        logs = top_from_logs(rows, dict(store.queries()), order, limit)
-        pgss = top_from_pgss(store_pgss_deltas(store, source), start, end, order, limit)
-    if not logs and not pgss:
-        raise PlanshiftError(
-            "no logged plans or pg_stat_statements deltas in that window",
-            "ingest logs with `planshift ingest`, take snapshots with `planshift snapshot`",
-        )
-    top = TopQueries(start, end, order, logs, pgss)
-    render_top(top, console)
-    return top
-
-
-def attach_pgss(timelines: Sequence[QueryTimeline], deltas: Sequence[PgssDelta]) -> None:
-    """pgss deltas of the same statement (queryid, else normalized-text fingerprint), kept
-    when their interval touches the timeline's time range."""
-    keys: dict[str, str] = {}
-    for timeline in timelines:
-        first, last = timeline.segments[0].start, timeline.segments[-1].end
-        for delta in deltas:
-            same = delta.queryid in timeline.queryids
-            if not same and delta.query:
-                if delta.query not in keys:
-                    keys[delta.query] = text_query_key(delta.query)
-                same = keys[delta.query] == timeline.query_key
-            if same and delta.end >= first and delta.start <= last:
-                timeline.pgss.append(delta)
-
-
-def setup_check(*, dsn: str) -> tuple[int, list[Check], str]:
-    """How the server is set up for postmortems: (server_version_num, the checks, the
-    postgresql.conf lines planshift recommends, "" when nothing is to change)."""
-    from collectors.pgss import connect
-    from collectors.setup_check import check_server, config_snippet
-
-    with connect(dsn) as conn:
-        version, checks = check_server(conn)
-    return version, checks, config_snippet(checks)

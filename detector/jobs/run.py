@@ -1,8 +1,7 @@
-"""The jobs behind the CLI commands: run a workload, compare and report, the demo."""
+"""The run job: measure a workload on its targets into the store (`planshift run`)."""
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -18,15 +17,10 @@ from collectors.server_setup import (
 )
 from collectors.server_state import warning_lines
 from collectors.servers.targets import open_servers, parse_dsn_option, resolve_target_specs
-from detector.engine.census import QueryCensus, build_census
-from detector.engine.comparison.compare import resolve_side
-from detector.engine.comparison.options import CompareOptions
-from detector.engine.comparison.store_compare import compare
 from detector.errors import PlanshiftError
 from detector.jobs.progress import progress_bar
 from detector.jobs.servers import mixed_builds_note
 from detector.jobs.workload import load_workload
-from detector.model import ComparisonResult
 from detector.model.failures import failed_queries_text
 from detector.model.identity import workload_query_key
 from detector.model.workload import (
@@ -36,19 +30,12 @@ from detector.model.workload import (
     Workload,
     check_count,
 )
-from detector.reports import OutputSpec, gate_severity, resolve_outputs, write_reports
-from detector.reports.common import verdict_summary
 from detector.reports.escape import single_line
-from detector.reports.terminal import render_terminal
 from detector.store import Store
-
-log = logging.getLogger(__name__)
 
 # the rejected plan of a flip, timed on the candidate: at most this share of the time the
 # query point's measurement took (collectors/counterfactual.py)
 DEFAULT_COUNTERFACTUAL_BUDGET = "25%"
-# a symlink to examples/demo/workload.toml in a checkout, the file itself in a wheel
-DEMO_WORKLOAD = Path(__file__).resolve().parent / "demo_workload.toml"
 
 
 def execute_run(
@@ -208,136 +195,3 @@ def production_calls(workload: Workload) -> dict[str, int]:
     """query key -> executions in production (`calls` of captured queries), for the impact
     ranking; filed in each target's info (targets.info->'production_calls')."""
     return {workload_query_key(q.name): q.calls for q in workload.queries if q.calls is not None}
-
-
-def compare_from_store(
-    store_path: Path,
-    baseline: str | None,
-    candidate: str | None,
-    run_id: int | None,
-    options: CompareOptions,
-    notes: Console | None = None,
-) -> ComparisonResult:
-    """Compare two sides; `notes` (stderr) hears which sides were chosen when not said in full."""
-
-    def note(text: str) -> None:
-        if notes is not None:
-            notes.print(single_line(text), markup=False, highlight=False, soft_wrap=True)
-
-    with Store(store_path, read_only=True) as store:
-        return compare(store, baseline, candidate, run=run_id, options=options, notes=note)
-
-
-def save_comparison(store_path: Path, result: ComparisonResult) -> int:
-    """Keep a comparison and its findings in the store (tables comparisons, findings)."""
-    with Store(store_path) as store, store.transaction():
-        comparison_id = store.add_comparison(result.baseline, result.candidate, result.run_ids)
-        store.add_findings(comparison_id, result.findings)
-    return comparison_id
-
-
-def compare_and_report(
-    *,
-    store_path: Path,
-    baseline: str | None,
-    candidate: str | None,
-    run_id: int | None,
-    output_format: str | None,
-    outputs: Sequence[str],
-    fail_on: str | None,
-    options: CompareOptions,
-    verbose: bool,
-    console: Console,
-    notes: Console,
-    save: bool = False,
-) -> str | None:
-    """Print or write the reports; returns the worst finding severity (None when clean).
-
-    `outputs` are --output values (FILE, FORMAT:FILE or -), see detector.reports.resolve_outputs;
-    `notes` (stderr: stdout may carry the JSON report) hears which sides were compared when not
-    said in full, and where the reports went when none went to stdout.
-    """
-    specs = resolve_outputs(output_format, outputs)
-    gate = gate_severity(fail_on)
-    result = compare_from_store(store_path, baseline, candidate, run_id, options, notes)
-    if save:
-        comparison_id = save_comparison(store_path, result)
-        notes.print(f"comparison {comparison_id} saved in {store_path}", markup=False, soft_wrap=True)
-    log.debug(
-        "compared %s (run %s) with %s: %d queries, %d findings",
-        result.baseline, ", ".join(map(str, result.run_ids)), result.candidate,
-        len(result.queries), len(result.findings),
-    )  # fmt: skip
-    write_reports(result, specs, fail_on=gate, console=console, verbose=verbose)
-    for spec in specs:
-        log.debug("%s report to %s", spec.format, spec.path or "stdout")
-    if all(spec.path is not None for spec in specs):
-        notes.print(single_line(written(result, specs)), markup=False, highlight=False, soft_wrap=True)
-    worst = result.worst_severity()
-    return worst.value if worst else None
-
-
-def written(result: ComparisonResult, specs: Sequence[OutputSpec]) -> str:
-    """One line saying what was written where, when every report went to a file."""
-    where = ", ".join(f"{spec.format} {spec.path}" for spec in specs)
-    return f"{result.baseline} vs {result.candidate}: {verdict_summary(result)}; wrote {where}"
-
-
-def run_demo(
-    *,
-    store_path: Path,
-    workload: Path | None,
-    repetitions: int | None,
-    console: Console,
-    progress_console: Console,
-) -> None:
-    path = workload or DEMO_WORKLOAD
-    if not path.exists():
-        raise PlanshiftError(
-            f"demo workload {path} not found", "run from a checkout, or pass --workload"
-        )
-    loaded = load_workload(path)
-    variants = list(loaded.variants)
-    if len(variants) != 2:
-        raise PlanshiftError(
-            f"{path.name}: the demo needs exactly two [variants], found {len(variants)}"
-        )
-    run_id = execute_run(
-        workload_path=path,
-        store_path=store_path,
-        targets=[],
-        dsns=[],
-        repetitions=repetitions,
-        warmup=None,
-        label="demo",
-        queries=[],
-        keep=False,
-        pg_bins=[],
-        console=progress_console,
-    )
-    text = f"run {run_id} stored in {store_path}; comparing {variants[0]} -> {variants[1]}"
-    console.print(single_line(text) + "\n", markup=False)
-    options = CompareOptions()
-    result = compare_from_store(store_path, variants[0], variants[1], run_id, options)
-    render_terminal(result, console, verbose=True)
-    text = (
-        f"same comparison as: planshift compare --store {store_path} "
-        f"--baseline {variants[0]} --candidate {variants[1]}"
-    )
-    console.print("\n" + single_line(text), markup=False)
-
-
-def census_from_store(
-    store_path: Path, run_id: int | None, query: str | None, targets: Sequence[str]
-) -> list[QueryCensus]:
-    with Store(store_path, read_only=True) as store:
-        run = store.run_or_latest(run_id)
-        records = store.targets([run])
-        if not records:
-            raise PlanshiftError(f"run {run} not found in {store_path}", "see `planshift runs`")
-        if targets:
-            records = [resolve_side(store, name, run) for name in targets]
-        censuses = build_census(store, records, query)
-    if not censuses:
-        raise PlanshiftError(f"no observations for {query or 'any query'} in run {run}")
-    return censuses

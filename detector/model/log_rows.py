@@ -64,7 +64,9 @@ class LogEntryInfo(NamedTuple):
 
 
 class LogEventRow(NamedTuple):
-    """A server event of a log (log_events): see `collectors.logs.events.LogEvent`."""
+    """A server event of a log (a log_events row): where it is in the file, when, and what:
+    `subject` is the setting name, the table (autovacuum, DDL; None: every table) or the
+    version; `value` a setting's new value. `path` is set when read back from the store."""
 
     line: int
     byte_offset: int

@@ -46,3 +46,13 @@ def version_num(version: str) -> int:
 def counted(count: int, noun: str, plural: str | None = None) -> str:
     """`1 query`, `2 queries`: the count and its noun in the right number."""
     return f"{count} {noun if count == 1 else plural or noun + 's'}"
+
+
+def fmt_count(value: float | None) -> str:
+    """Rows, loops and blocks: `2,000`, `1,234,567`, `2.5` (PG 18 fractional rows), `0.33`;
+    `?` when unknown."""
+    if value is None:
+        return "?"
+    if value == int(value):
+        return f"{int(value):,}"
+    return f"{value:,.1f}" if abs(value) >= 1 else f"{value:.2g}"

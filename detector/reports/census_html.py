@@ -14,7 +14,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from detector.engine.census import QueryCensus, _letter
-from detector.reports.common import SweepGroup, fmt_tick
+from detector.engine.sweeps import SweepGroup
+from detector.reports.common import fmt_tick
 from detector.reports.html_env import render_page
 from detector.reports.html_plan_diagram import (
     CHAR_WIDTH,

@@ -13,11 +13,11 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+from detector.engine.sweeps import SweepAnalysis, SweepGroup
 from detector.model import QueryComparison
 from detector.model.units import fmt_ms
 from detector.reports.chart_axes import Scale, bounds, spread
-from detector.reports.common import SweepGroup, fmt_number, fmt_tick
-from detector.reports.sweeps import SweepAnalysis
+from detector.reports.common import fmt_number, fmt_tick
 
 TONES = ("base", "cand")  # the sides' colours (report.css: svg.chart .base, .cand)
 SHAPES = ("circle", "square", "triangle", "diamond", "down", "plus", "cross", "star")

@@ -8,7 +8,6 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
 from detector.engine.comparison.plan_mix import mix_text
@@ -33,15 +32,6 @@ def fmt_tick(value: float) -> str:
         if abs(value) >= scale:
             return f"{value / scale:g}{suffix}"
     return f"{value:g}"
-
-
-def fmt_count(value: float | None) -> str:
-    """Rows and buffers: integers with thousands separators; fractional rows (PG 18) keep one digit."""
-    if value is None:
-        return "-"
-    if value != int(value) and abs(value) < 100:
-        return f"{value:,.1f}"
-    return f"{round(value):,}"
 
 
 def slug(text: str) -> str:
@@ -273,48 +263,3 @@ def verdict_summary(result: ComparisonResult) -> str:
     if result.failed:
         text += f"; {len(result.failed)} not compared (no execution worked on a side: PS700)"
     return text
-
-
-@dataclass(frozen=True)
-class SweepPoint:
-    value: float
-    text: str
-    query: QueryComparison
-
-
-@dataclass(frozen=True)
-class SweepGroup:
-    """The points of one swept query, in parameter order (`numeric`: values are numbers)."""
-
-    name: str
-    param: str
-    numeric: bool
-    points: tuple[SweepPoint, ...]
-
-
-def sweep_groups(result: ComparisonResult) -> list[SweepGroup]:
-    by_key: dict[str, list[QueryComparison]] = {}
-    for query in result.queries:
-        if query.point is not None:
-            by_key.setdefault(query.query_key, []).append(query)
-    groups = []
-    for queries in by_key.values():
-        params = {q.point.partition("=")[0] for q in queries if q.point}
-        values = [q.point.partition("=")[2] for q in queries if q.point]
-        numeric = all(_is_number(v) for v in values)
-        points = [
-            SweepPoint(float(v) if numeric else float(i), v, q)
-            for i, (v, q) in enumerate(zip(values, queries, strict=True))
-        ]
-        points.sort(key=lambda p: (p.value, p.text))
-        param = params.pop() if len(params) == 1 else "point"
-        groups.append(SweepGroup(queries[0].query_name, param, numeric, tuple(points)))
-    return sorted(groups, key=lambda g: g.name)
-
-
-def _is_number(text: str) -> bool:
-    try:
-        float(text)
-    except ValueError:
-        return False
-    return True

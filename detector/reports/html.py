@@ -14,7 +14,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from detector.engine.census import Switch
 from detector.engine.comparison.plan_mix import mix_text
+from detector.engine.sweeps import SweepGroup, analyze, cost_settings_differ, sweep_groups
 from detector.model import ComparisonResult, Finding, QueryComparison, Severity
 from detector.reports.census_html import (
     DIAGRAM_NOTE,
@@ -25,7 +27,6 @@ from detector.reports.census_html import (
 )
 from detector.reports.charts import Chart, sweep_chart
 from detector.reports.common import (
-    SweepGroup,
     by_importance,
     condition_lines,
     condition_text,
@@ -40,7 +41,6 @@ from detector.reports.common import (
     ranked_findings,
     rule_counts,
     settings_text,
-    sweep_groups,
     title,
     verdict_summary,
     worst_severities,
@@ -52,7 +52,7 @@ from detector.reports.html_plan import LEGEND, Q_ERROR_MARK
 from detector.reports.html_plan_json import PlanDocuments
 from detector.reports.html_query import QueryView, anchor, query_view
 from detector.reports.notes import data_lines, failed_errors
-from detector.reports.sweeps import Switch, analyze, caption, cost_settings_differ
+from detector.reports.sweeps import caption
 
 TOP_FINDINGS = 25
 OPEN_BLOCKS = 6  # query blocks expanded when the page opens, most important first

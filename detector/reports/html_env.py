@@ -21,8 +21,8 @@ from typing import Any
 from jinja2 import Environment, PackageLoader, StrictUndefined
 from markupsafe import Markup
 
-from detector.model.units import fmt_ms, fmt_version
-from detector.reports.common import fmt_count, fmt_number, fmt_tick
+from detector.model.units import fmt_count, fmt_ms, fmt_version
+from detector.reports.common import fmt_number, fmt_tick
 from detector.reports.escape import visible
 from detector.version import __version__
 

@@ -14,8 +14,8 @@ from detector.model import ComparisonResult, Finding, PlanNode, PlanVariant, Que
 from detector.model.fingerprint import node_label
 from detector.model.plan import normalized_cost
 from detector.model.plan_details import NodeDetails, node_details
-from detector.model.units import fmt_ms, fmt_version
-from detector.reports.common import condition_text, fmt_count
+from detector.model.units import fmt_count, fmt_ms, fmt_version
+from detector.reports.common import condition_text
 from detector.reports.html_plan_json import PlanControls, PlanDocuments
 from detector.reports.plan_diff import DiffRow, FlatNode, align, node_totals, q_error
 

@@ -12,14 +12,13 @@ from markupsafe import escape
 
 from detector.engine.comparison.plan_mix import mix_text
 from detector.model import ComparisonResult, Finding, QueryComparison, Severity, Side, Verdict
-from detector.model.units import fmt_ms, fmt_version
+from detector.model.units import fmt_count, fmt_ms, fmt_version
 from detector.reports.common import (
     by_importance,
     condition_lines,
     failing_findings,
     findings_by_query,
     findings_of_failed,
-    fmt_count,
     is_quiet,
     method_lines,
     not_compared_reason,
