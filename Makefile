@@ -1,6 +1,10 @@
 # The README's two commands: `make demo` and `make test`. Both create/reuse .venv first.
 VENV ?= .venv
 BIN := $(VENV)/bin
+# the oldest DuckDB supported (1.5.5, with the DuckLake, httpfs and postgres extension wheels):
+# the store and lake tests run there too, with the PostgreSQL servers of $(VENV)
+VENV_OLDEST ?= .venv-oldest
+OLDEST_TESTS := tests/test_store.py tests/test_store_compat.py tests/test_lake.py tests/test_lake_layouts.py
 
 .PHONY: demo test lint bootstrap bootstrap-test bench readme
 
@@ -8,7 +12,7 @@ bootstrap:
 	@VENV=$(VENV) bash scripts/bootstrap.sh
 
 bootstrap-test:
-	@VENV=$(VENV) bash scripts/bootstrap.sh --test
+	@VENV=$(VENV) VENV_OLDEST=$(VENV_OLDEST) bash scripts/bootstrap.sh --test
 
 demo: bootstrap
 	$(BIN)/planshift demo
@@ -19,6 +23,7 @@ lint: bootstrap-test
 
 test: lint
 	$(BIN)/pytest -q
+	PLANSHIFT_PG_HOME=$(abspath $(VENV))/share/planshift/postgresql $(VENV_OLDEST)/bin/pytest -q $(OLDEST_TESTS)
 
 # Rewrite the README's output blocks from what the code prints, and the store's schema.sql
 # and README table from the migrations (make test checks them).

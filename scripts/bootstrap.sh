@@ -30,6 +30,21 @@ fi
 # planshift itself from this checkout, every time and not editable: the demo and the tests run
 # what a user installs (tests/test_installed.py checks it is this code)
 "${PIP[@]}" --no-deps --no-build-isolation --force-reinstall .
+
+# `make test` runs the store and lake tests a second time on the oldest DuckDB planshift
+# supports: 1.5.5, the last with the ducklake/httpfs/postgres extension wheels on PyPI
+if [ "${1:-}" = "--test" ]; then
+  OLDEST=${VENV_OLDEST:-.venv-oldest}
+  OLD_PIP=("$OLDEST/bin/python" -m pip install -q --disable-pip-version-check)
+  old_stamp="$OLDEST/.planshift-installed"
+  if [ ! -f "$old_stamp" ] || [ pyproject.toml -nt "$old_stamp" ]; then
+    [ -x "$OLDEST/bin/python" ] || "$PYTHON" -m venv "$OLDEST"
+    "${OLD_PIP[@]}" --upgrade pip 'setuptools>=77'
+    "${OLD_PIP[@]}" '.[dev,ducklake]'
+    touch "$old_stamp"
+  fi
+  "${OLD_PIP[@]}" --no-deps --no-build-isolation --force-reinstall .
+fi
 rm -rf build
 # shellcheck disable=SC2086  # SERVERS is a list of versions
 "$VENV/bin/planshift" servers add $SERVERS >/dev/null

@@ -154,10 +154,10 @@ def test_a_switch_point_the_planner_moved_is_not_the_estimate() -> None:
     moved = ["public.t correlation id 0.6184 -> 0.6268"]
     text = causes.estimate_text(info, "PostgreSQL 15.18 -> 18.6", moved)
     assert text == (
-        "the switch point moved: the baseline switches plans between 5626 and 5648 estimated "
-        "rows of public.t, the candidate between 5424 and 5432 (PostgreSQL 15.18 -> 18.6, "
+        "the switch point moved: the baseline switches plans between 5,626 and 5,648 estimated "
+        "rows of public.t, the candidate between 5,424 and 5,432 (PostgreSQL 15.18 -> 18.6, "
         "public.t correlation id 0.6184 -> 0.6268; correlations from each server's ANALYZE "
-        "sample); the row estimates differ too: 5540 vs 5610 estimated rows of public.t for the "
+        "sample); the row estimates differ too: 5,540 vs 5,610 estimated rows of public.t for the "
         "same parameters"
     )
 

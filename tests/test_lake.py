@@ -116,7 +116,7 @@ def test_a_host_filter_and_its_timeline_equal_that_host_alone(
     assert compared["timing"]["verdict"] == "regressed" and compared["plan_changed"]
     assert planshift("compare", "--lake", lake, "-b", "..1", "-c", "1..").returncode == 2
     refused = planshift("fleet", "--lake", lake, "--source", "nosuch")
-    assert refused.returncode == 2 and "hint: hosts: h1, h2, h3" in refused.stderr
+    assert refused.returncode == 2 and "hint: hosts in the lake: h1, h2, h3" in refused.stderr
 
     with pytest.raises(PlanshiftError, match="no host nosuch"):
         materialize(lake, tmp_path / "x.duckdb", hosts=["nosuch"])

@@ -32,7 +32,7 @@ UPGRADE = "Upgrade from PostgreSQL 14"
 SKIPPED = {
     "The two commands": "make demo / make test are the harness that runs this test",
     "Postmortems": "needs a production server and its logs (tests/test_timeline.py, test_ingest.py)",
-    "Fleets": "needs hosts and their logs (tests/test_lake.py runs these commands on captured logs)",
+    "Fleets": "needs hosts, their logs and a catalog (tests/test_lake.py, test_lake_layouts.py run these commands on captured logs)",
     UPGRADE: "needs a PostgreSQL 14 source: test_the_upgrade_example_runs_as_written runs it",
 }
 README_DSN = "postgresql://app@db1/app"

@@ -63,10 +63,25 @@ SinceOption = Annotated[
 ]
 UntilOption = Annotated[str | None, typer.Option(help="Until this time (excluded).")]
 LakeOption = Annotated[
-    Path | None,
+    str | None,
     typer.Option(
         "--lake",
-        help="A fleet lake: a directory of Parquet files many hosts share (see README, Fleets).",
+        help="A fleet lake many hosts share: a directory of Parquet files, or ducklake:CATALOG "
+        "(ducklake:postgres:CONNINFO or ducklake:FILE; see README, Fleets).",
+    ),
+]
+LakeDataOption = Annotated[
+    str | None,
+    typer.Option(
+        "--lake-data",
+        help="Where a new DuckLake lake keeps its data files: a directory or s3://bucket/prefix/.",
+    ),
+]
+AsOfOption = Annotated[
+    str | None,
+    typer.Option(
+        "--as-of",
+        help="A DuckLake lake as it was at this snapshot id or time (2026-11-22T14:05:00Z).",
     ),
 ]
 

@@ -8,6 +8,7 @@ import typer
 
 from detector.cli.common import (
     DEFAULT_STORE,
+    AsOfOption,
     FormatOption,
     LakeOption,
     SinceOption,
@@ -32,6 +33,7 @@ def fleet(
         list[str] | None, typer.Option("--source", help="Only this host. Repeatable.")
     ] = None,
     output_format: FormatOption = "terminal",
+    as_of: AsOfOption = None,
 ) -> None:
     """Per query, the hosts whose plan flipped in the window, with the medians around each flip."""
     from detector.jobs.lake import fleet_report
@@ -39,8 +41,9 @@ def fleet(
     as_json = check_format(output_format)
     with user_errors():
         queries, hosts = fleet_report(
-            store=store, lake=lake, hosts=source or [], query=query, since=since, until=until
-        )
+            store=store, lake=lake, hosts=source or [], query=query, since=since, until=until,
+            as_of=as_of,
+        )  # fmt: skip
     if as_json:
         from detector.reports.fleet import fleet_document
 

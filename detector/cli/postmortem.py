@@ -10,7 +10,9 @@ import typer
 
 from detector.cli.common import (
     DEFAULT_STORE,
+    AsOfOption,
     FormatOption,
+    LakeDataOption,
     LakeOption,
     SinceOption,
     StoreOption,
@@ -43,7 +45,7 @@ HostStoreOption = Annotated[
 ]
 
 
-def store_for(store: Path | None, lake: Path | None, host: str | None) -> Path:
+def store_for(store: Path | None, lake: str | None, host: str | None) -> Path:
     """--store, else with --lake the host's own store (never a file hosts share), else the
     default store."""
     if store is not None:
@@ -93,6 +95,16 @@ def ingest(
     ] = None,
     anonymize: AnonymizeOption = False,
     lake: LakeOption = None,
+    lake_data: LakeDataOption = None,
+    source_from: Annotated[
+        str | None,
+        typer.Option(
+            "--source-from",
+            help="Many hosts' logs at once, with --lake: the host name from each path, e.g. "
+            "'{host}/postgresql-*.log' (LOGS: directories or globs; --store: a directory of "
+            "one store per host).",
+        ),
+    ] = None,
 ) -> None:
     """Store the auto_explain plans of server logs as observations (resumable, idempotent);
     with --lake, then export this host's store (--source names the host) to the lake."""
@@ -107,6 +119,15 @@ def ingest(
     )
     if jobs is not None:
         options = replace(options, workers=jobs)
+    if source_from is not None:
+        from detector.jobs.ingest_hosts import ingest_hosts
+
+        with user_errors():
+            ingest_hosts(
+                logs, source_from, lake=lake, lake_data=lake_data, stores=store,
+                options=options, console=out, progress_console=progress,
+            )  # fmt: skip
+        return
     with user_errors():
         store = store_for(store, lake, source)
         reports = ingest_logs(
@@ -121,11 +142,12 @@ def ingest(
     problems = sum(report.problem_count for report in reports)
     out.print(f"{plans} plans from {len(reports)} files stored in {store}; {problems} problems")
     if lake is not None:
-        from detector.jobs.lake import export_after_ingest
+        from detector.jobs.lake import export_after_ingest, lake_name
 
         with user_errors():
-            sent = export_after_ingest(store, lake, source)
-        out.print(f"host {source}: {sent} observations in lake {lake}", markup=False)
+            sent = export_after_ingest(store, lake, source, lake_data)
+            name = lake_name(lake)
+        out.print(f"host {source}: {sent} observations in lake {name}", markup=False)
 
 
 def snapshot(
@@ -136,6 +158,7 @@ def snapshot(
     ] = None,
     anonymize: AnonymizeOption = False,
     lake: LakeOption = None,
+    lake_data: LakeDataOption = None,
 ) -> None:
     """Store one snapshot of pg_stat_statements (run it periodically, e.g. from cron); with
     --lake, then export the store to the lake as the host --name."""
@@ -150,7 +173,7 @@ def snapshot(
         path = store_for(store, lake, name)
         take_snapshot(store_path=path, dsn=target, name=name, console=out, anonymize=anonymize)
         if lake is not None and name is not None:
-            export_after_ingest(path, lake, name)
+            export_after_ingest(path, lake, name, lake_data)
 
 
 def timeline(
@@ -175,6 +198,7 @@ def timeline(
     ] = "total",
     output_format: FormatOption = "terminal",
     lake: LakeOption = None,
+    as_of: AsOfOption = None,
 ) -> None:
     """Plan fingerprints of each logged query over time: flips marked, pgss deltas around them."""
     from detector.jobs.lake import store_or_lake
@@ -186,7 +210,7 @@ def timeline(
     as_json = check_format(output_format)
     console = discard() if as_json else out
     if top is not None:
-        with user_errors(), store_or_lake(store, lake, source, since, until) as path:
+        with user_errors(), store_or_lake(store, lake, source, since, until, as_of=as_of) as path:
             found = show_top(
                 store_path=path,
                 since=since,
@@ -199,7 +223,7 @@ def timeline(
         if as_json:
             print_json(top_document(found))
         return
-    with user_errors(), store_or_lake(store, lake, source, since, until, query) as path:
+    with user_errors(), store_or_lake(store, lake, source, since, until, query, as_of) as path:
         timelines = show_timeline(
             store_path=path,
             query=query,

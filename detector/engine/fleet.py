@@ -1,18 +1,18 @@
 """The fleet view: per query, which hosts switched plan in a time window, and what it cost.
 
-Each host is a log source (`ingest --source HOST`); its flips are its own timeline's flips
-(one timeline per query and host, from one read of the logged executions), so a host's plan
-change is never mixed with another host's samples.
+Each host is a log source (`ingest --source HOST`); its flips are those of its own timeline
+(detector.engine.timeline: segments of one plan, flips between segments of the same kind), so a
+host's plan change is never mixed with another host's samples. They are computed for every host
+in one SQL pass (detector.store.fleet), not with a store and a timeline per host.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from detector.engine.timeline.build import build_timeline
 from detector.store import Store
+from detector.store.fleet import FleetRows
 
 
 @dataclass(frozen=True)
@@ -42,37 +42,27 @@ def log_sources(store: Store) -> list[str]:
     return sorted({t.name for t in store.targets() if t.source == "log"})
 
 
-def fleet_flips(
-    store: Store,
-    *,
-    hosts: Sequence[str] = (),
-    query: str | None = None,
-    since: datetime | None = None,
-    until: datetime | None = None,
-) -> list[FleetQuery]:
+def fleet_queries(rows: FleetRows) -> list[FleetQuery]:
     """Queries with a plan flip on at least one host, most hosts flipped first."""
-    chosen = set(hosts or log_sources(store))
-    seen: dict[str, tuple[str, set[str]]] = {}
     flips: dict[str, list[HostFlip]] = {}
-    timelines = build_timeline(store, query=query, since=since, until=until, per_source=True)
-    for timeline in timelines:
-        host = timeline.source
-        if host is None or host not in chosen:
-            continue
-        seen.setdefault(timeline.query_key, (timeline.name, set()))[1].add(host)
-        for before, after in timeline.flips:
-            flips.setdefault(timeline.query_key, []).append(
-                HostFlip(
-                    host,
-                    after.start,
-                    before.signature,
-                    after.signature,
-                    before.median_ms,
-                    after.median_ms,
-                )
+    for row in rows.flips:
+        flips.setdefault(row.query_key, []).append(
+            HostFlip(
+                row.host,
+                row.at,
+                row.before_signature,
+                row.after_signature,
+                row.before_median_ms,
+                row.after_median_ms,
             )
+        )
     found = [
-        FleetQuery(key, seen[key][0], len(seen[key][1]), tuple(sorted(found, key=lambda f: (f.at, f.host))))
+        FleetQuery(
+            key,
+            rows.names.get(key, key),
+            rows.hosts_seen.get(key, 0),
+            tuple(sorted(found, key=lambda f: (f.at, f.host))),
+        )
         for key, found in flips.items()
     ]
     return sorted(found, key=lambda q: (-len({f.host for f in q.flips}), q.name))

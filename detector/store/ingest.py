@@ -28,6 +28,7 @@ from detector.model.records import (
     utc_now,
 )
 from detector.model.rows import PLAN_COLUMNS, PLAN_NODE_COLUMNS, NewPlan
+from detector.store.compat import REGISTER_NUMPY, insert_columns
 from detector.store.core import StoreBase
 from detector.store.reads import _observation_row
 
@@ -217,6 +218,9 @@ class StoreIngestMixin(StoreBase):
 
     def _insert_columns(self, table: str, columns: Mapping[str, Any]) -> None:
         """INSERT numpy columns (`log_batch_columns`): ~5x faster than _insert_rows."""
+        if not REGISTER_NUMPY:
+            insert_columns(self._con, table, columns)
+            return
         view = f"_planshift_{table}_batch"
         self._con.register(view, dict(columns))
         try:

@@ -1,6 +1,7 @@
 """A fleet's logs in one lake: hive-partitioned Parquet that many hosts write at once.
 
-Layout: `LAKE/<table>/host=<HOST>/[day=<YYYY-MM-DD>/]data.parquet`, a directory per store table.
+Layout: `LAKE/<table>/host=<HOST>/[day=<YYYY-MM-DD>/]data.parquet`, a directory per store table;
+every table with a time (and log_entries) by day, each day's executions sorted by query key.
 Each host ingests into its own store (the ledger that makes re-ingesting idempotent) and
 `export_host` brings that host's files up to date with the store: a file per table and day
 (one per table for the tables without a time), rewritten only when its rows changed (a
@@ -37,7 +38,7 @@ from detector.store.schema import user_tables
 
 ID_COLUMNS = ("run_id", "target_id", "observation_id", "snapshot_id", "comparison_id", "file_id")
 ID_STRIDE = 10**9  # host number * stride + the host store's id: unique across hosts (run 2000000001)
-# tables partitioned by day (the column their day comes from): time-range reads prune files
+# tables partitioned by day (the column their day comes from; log_entries: their execution's)
 BY_DAY = {"observations": "collected_at", "log_events": "logged_at", "pgss_snapshots": "taken_at"}
 HOST_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,127}")
 _LAKE_HINT = "pass a --lake directory this user can write"
@@ -98,9 +99,9 @@ def _export_table(con: Any, lake: Path, table: str, host: str) -> int:
     whose rows did not change since the last export (a signature beside each file)."""
     home = lake / table / f"host={host}"
     home.mkdir(parents=True, exist_ok=True)
-    day = f"strftime(t.\"{BY_DAY[table]}\", '%Y-%m-%d')" if table in BY_DAY else "NULL"
+    source, day, order = _day_source(table)
     parts = con.execute(
-        f'SELECT {day} AS day, count(*), bit_xor(hash(t)) FROM src."{table}" t GROUP BY ALL'
+        f"SELECT {day} AS day, count(*), bit_xor(hash(t)) FROM {source} GROUP BY ALL"
     ).fetchall()
     wanted = {}
     for part_day, count, digest in parts:
@@ -116,7 +117,7 @@ def _export_table(con: Any, lake: Path, table: str, host: str) -> int:
         where = f"WHERE {day} = '{part_day}'" if part_day is not None else ""
         staging = folder / f".data.{os.getpid()}.tmp"
         con.execute(
-            f'COPY (SELECT * FROM src."{table}" t {where}) TO \'{_sql_path(staging)}\' '
+            f"COPY (SELECT t.* FROM {source} {where}{order}) TO '{_sql_path(staging)}' "
             "(FORMAT parquet)"
         )
         os.replace(staging, folder / "data.parquet")  # atomic: readers see old or new rows
@@ -128,6 +129,19 @@ def _export_table(con: Any, lake: Path, table: str, host: str) -> int:
         (home / "data.parquet").unlink(missing_ok=True)
         (home / ".signature").unlink(missing_ok=True)
     return sum(int(count) for _, count, _ in parts if count)
+
+
+def _day_source(table: str) -> tuple[str, str, str]:
+    """The rows of a store table, the SQL of their day (NULL: not by day), their order in a
+    file: log_entries take the day of their execution, and one query's rows lie together."""
+    if table == "log_entries":
+        joined = 'src."log_entries" t LEFT JOIN src.observations o USING (observation_id)'
+        return joined, "strftime(o.collected_at, '%Y-%m-%d')", " ORDER BY o.query_key, o.collected_at"
+    source = f'src."{table}" t'
+    if table in BY_DAY:
+        order = " ORDER BY t.query_key, t.collected_at" if table == "observations" else ""
+        return source, f"strftime(t.\"{BY_DAY[table]}\", '%Y-%m-%d')", order
+    return source, "NULL", ""
 
 
 def lake_hosts(lake: Path) -> list[str]:
@@ -168,7 +182,7 @@ def materialize(
         con.executemany("INSERT INTO lake_hosts VALUES (?, ?)", [[h, known.index(h) + 1] for h in chosen])
         only = _only_queries(query_keys)
         for table in sorted(tables, key=lambda name: name != "observations"):
-            files = vetted(con, lake, table, _files(lake, table, chosen, since, until), notes)
+            files = vetted(con, lake, table, table_files(lake, table, chosen, since, until), notes)
             _load_table(con, table, files, only.get(table, ""))
     return chosen
 
@@ -183,12 +197,13 @@ def _only_queries(keys: Collection[str] | None) -> dict[str, str]:
     return {"observations": f"query_key IN ({listed})", "log_entries": of_kept}
 
 
-def _files(
+def table_files(
     lake: Path, table: str, hosts: Sequence[str], since: date | None, until: date | None
 ) -> list[Path]:
-    return [
+    return [  # each chosen host's directory alone: 1,000 hosts' files are not listed for one
         path
-        for path in sorted((lake / table).glob("host=*/**/*.parquet"))
+        for host in sorted(set(hosts))
+        for path in sorted((lake / table / f"host={host}").glob("**/*.parquet"))
         if _wanted(path.relative_to(lake / table), hosts, since, until)
     ]
 
@@ -259,3 +274,4 @@ def _wanted(relative: Path, hosts: Sequence[str], since: date | None, until: dat
 
 def _sql_path(path: Path) -> str:
     return str(path).replace("'", "''")
+

@@ -43,6 +43,12 @@ _CODE_OBJECTS = (
         "WHERE NOT internal AND is_generated",
     ),
 )
+# DuckDB 1.5 has no duckdb_columns().is_generated: the table's DDL names its generated columns
+_GENERATED_BEFORE_2 = (
+    "generated column",
+    "SELECT table_name || ' (a generated column)' FROM duckdb_tables() "
+    "WHERE NOT internal AND contains(sql, ' GENERATED ALWAYS AS')",
+)
 
 
 def user_tables(con: Any) -> set[str]:
@@ -62,7 +68,7 @@ def refuse_code(con: Any, path: Path, migrations: Sequence[Migration]) -> None:
         ours = set(reference_columns(tuple(migrations)))
         views = [name for (name,) in rows if name in ours]
     found = [("view", views)] + [
-        (kind, [row[0] for row in con.execute(sql).fetchall()]) for kind, sql in _CODE_OBJECTS
+        (kind, [row[0] for row in con.execute(sql).fetchall()]) for kind, sql in _code_objects()
     ]
     for kind, names in found:
         if names:
@@ -72,6 +78,15 @@ def refuse_code(con: Any, path: Path, migrations: Sequence[Migration]) -> None:
                 "planshift creates none)",
                 _NOT_OURS_HINT,
             )
+
+
+@lru_cache(maxsize=1)
+def _code_objects() -> tuple[tuple[str, str], ...]:
+    with duckdb.connect(":memory:", config=SAFE_CONFIG) as con:
+        described = con.execute("DESCRIBE SELECT * FROM duckdb_columns()").fetchall()
+    if any(row[0] == "is_generated" for row in described):
+        return _CODE_OBJECTS
+    return (_CODE_OBJECTS[0], _GENERATED_BEFORE_2)
 
 
 def columns_of(con: Any) -> dict[str, tuple[tuple[str, str], ...]]:
