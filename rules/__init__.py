@@ -32,7 +32,7 @@ from rules.base import (
     rule,
     select_rules,
 )
-from rules.runner import RuleRunner, run_rules
+from rules.rule_runner import RuleRunner, run_rules
 
 #: `ps101_index_to_bitmap_scan`: the module of rule PS101 index-to-bitmap-scan
 RULE_MODULE = re.compile(r"^ps(?P<code>\d{3})_(?!ps\d)(?P<name>[a-z0-9]+(?:_[a-z0-9]+)*)$")

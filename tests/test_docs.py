@@ -75,8 +75,8 @@ def test_contributing_names_real_files() -> None:
     assert not missing, f"CONTRIBUTING.md names files that do not exist: {missing}"
     for name in ("FORMATS", "DETECTION_ORDER", "format_of", "LogFormat", "_REPORTERS"):
         assert name in text
-    assert "FORMATS = (" in (ROOT / "collectors/logs/records.py").read_text()
-    assert "DETECTION_ORDER = (" in (ROOT / "collectors/logs/records.py").read_text()
+    assert "FORMATS = (" in (ROOT / "collectors/logs/registry.py").read_text()
+    assert "DETECTION_ORDER = (" in (ROOT / "collectors/logs/registry.py").read_text()
     assert "class LogFormat(Protocol)" in (ROOT / "collectors/logs/formats.py").read_text()
     assert "_REPORTERS = (" in (ROOT / "detector/reports/__init__.py").read_text()
     assert "EXTENSIONS = {" in (ROOT / "tests/test_reports_golden.py").read_text()

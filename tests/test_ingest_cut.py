@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 
 from collectors.logs.autoexplain import FileReport
 from collectors.logs.formats import Problem
-from collectors.logs.records import detect_format
+from collectors.logs.registry import detect_format
 from detector.cli.app import app
 from detector.store import Store
 

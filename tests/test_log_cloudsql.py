@@ -14,7 +14,7 @@ from test_log_managed import ingest, stored
 
 from collectors.logs import autoexplain as autoexplain_log
 from collectors.logs import parallel as log_parallel
-from collectors.logs.records import detect_format
+from collectors.logs.registry import detect_format
 from detector.store import Store
 
 MANAGED = Path(__file__).resolve().parent / "fixtures" / "logs" / "managed"

@@ -17,7 +17,7 @@ from typer.testing import CliRunner
 from collectors.logs import autoexplain as autoexplain_log
 from collectors.logs import parallel as log_parallel
 from collectors.logs.autoexplain import IngestOptions, LogIngest
-from collectors.logs.records import FORMATS, detect_format
+from collectors.logs.registry import FORMATS, detect_format
 from detector.cli.app import app
 from detector.store import Store
 

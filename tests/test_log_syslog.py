@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 
 from collectors.logs import autoexplain as autoexplain_log
 from collectors.logs import parallel as log_parallel
-from collectors.logs.records import detect_format
+from collectors.logs.registry import detect_format
 from detector.cli.app import app
 from detector.store import Store
 

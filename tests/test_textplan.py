@@ -20,7 +20,7 @@ from helpers import FreshDb
 from collectors.logs.formats import Position
 from collectors.logs.plans import LoggedPlan, read_entry
 from collectors.logs.prefix import TimeParser
-from collectors.logs.records import make_reader
+from collectors.logs.registry import make_reader
 from collectors.logs.textplan import node_from_label
 from collectors.servers.embedded import EmbeddedCluster
 from detector.model import fingerprint, signature

@@ -184,7 +184,7 @@ def test_the_text_check_of_a_generic_plan_agrees_with_the_parsed_plan() -> None:
     from collectors.logs.formats import Position, open_log
     from collectors.logs.plans import EntryError, generic_plan, is_generic, read_entry
     from collectors.logs.prefix import TimeParser
-    from collectors.logs.records import detect_format, make_reader
+    from collectors.logs.registry import detect_format, make_reader
 
     seen = {True: 0, False: 0}
     for log in sorted(LOGS.rglob("*")):

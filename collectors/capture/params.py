@@ -28,7 +28,7 @@ from collectors.logs.autoexplain import IngestOptions, check_log
 from collectors.logs.formats import Position, detect_format, open_log
 from collectors.logs.plans import EntryError, read_entry
 from collectors.logs.prefix import TimeParser
-from collectors.logs.records import make_reader
+from collectors.logs.registry import make_reader
 from detector.model.identity import text_query_key
 
 _CONSTANTS = frozenset({"ICONST", "FCONST", "SCONST"})

@@ -25,8 +25,8 @@ from collectors.logs.batches import BatchParser, ParsedBatch
 from collectors.logs.duplicates import Duplicates
 from collectors.logs.formats import BOM, Batch, Position, Problem, open_log, stream_error
 from collectors.logs.prefix import PrefixParser, TimeParser
-from collectors.logs.records import FORMATS, detect_format, format_of, make_reader
 from collectors.logs.redact import redact_message
+from collectors.logs.registry import FORMATS, detect_format, format_of, make_reader
 from detector.errors import PlanshiftError
 from detector.model.log_rows import LedgerUpdate, LogFileRecord
 from detector.model.sink import LogSink

@@ -19,6 +19,13 @@ from collectors.logs.fast import (
     shape_key,
 )
 from collectors.logs.formats import Problem, RawEntry, decode_utf8
+from collectors.logs.json_rows import (
+    FAST_PATH,
+    ShapeCache,
+    ShapeError,
+    add_heap_blocks,
+    observation_row,
+)
 from collectors.logs.plans import (
     EntryError,
     LoggedPlan,
@@ -32,13 +39,6 @@ from collectors.logs.plans import (
     read_entry,
 )
 from collectors.logs.redact import scrub_plan_json
-from collectors.logs.rows import (
-    FAST_PATH,
-    ShapeCache,
-    ShapeError,
-    add_heap_blocks,
-    observation_row,
-)
 from collectors.logs.templates import Template
 from detector.errors import PlanshiftError
 from detector.model import Observation, normalized_cost

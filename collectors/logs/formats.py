@@ -377,6 +377,6 @@ class LogFormat(Protocol):
 def detect_format(head: bytes) -> str:
     """The format name of a log that starts with `head` (`records.detect_format` decides;
     this entry point is kept for callers outside collectors/logs)."""
-    from collectors.logs.records import detect_format as detect  # records imports this module
+    from collectors.logs.registry import detect_format as detect  # records imports this module
 
     return detect(head)

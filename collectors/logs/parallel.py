@@ -40,7 +40,7 @@ from collectors.logs.formats import Batch, Position, stream_error
 from collectors.logs.groups import grouped
 from collectors.logs.prefix import TimeParser
 from collectors.logs.processes import main_unseen, planshift_imported, start_worker
-from collectors.logs.records import make_reader
+from collectors.logs.registry import make_reader
 from detector.errors import PlanshiftError
 
 CHUNK_BYTES = 8 << 20

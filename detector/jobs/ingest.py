@@ -11,7 +11,7 @@ from pathlib import Path
 from rich.console import Console
 
 from collectors.logs.autoexplain import FileReport, IngestOptions, LogIngest, check_log
-from collectors.logs.records import FORMATS
+from collectors.logs.registry import FORMATS
 from detector.errors import PlanshiftError
 from detector.jobs.progress import progress_bar
 from detector.model.units import counted
