@@ -19,6 +19,7 @@ demo: bootstrap
 
 lint: bootstrap-test
 	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
 	$(BIN)/mypy
 
 test: lint

@@ -65,8 +65,7 @@ def build(path: Path, observations: int) -> None:
     ]
     names = ", ".join(columns)
     con.execute(
-        f"INSERT INTO observations ({names}) SELECT {names} FROM observations, range(?) "
-        "LIMIT ?",
+        f"INSERT INTO observations ({names}) SELECT {names} FROM observations, range(?) LIMIT ?",
         [copies, observations - have],
     )
     con.close()

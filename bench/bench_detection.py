@@ -290,7 +290,9 @@ def alone(result: ComparisonResult) -> dict[str, Verdict]:
 
     aa = [paired(q) for q in result.queries if q.query_name.startswith("aa_")]
     return {
-        q.query_name: false_discoveries.control_false_discoveries([paired(q), *aa], opts.alpha)[0].verdict
+        q.query_name: false_discoveries.control_false_discoveries([paired(q), *aa], opts.alpha)[
+            0
+        ].verdict
         for q in result.queries
         if not q.query_name.startswith("aa_")
     }

@@ -178,7 +178,9 @@ def _budget(options: RunOptions, measured_s: float, left: float | None) -> Budge
     return Budget(left, basis)
 
 
-def _expected_pair_s(observations: Sequence[Observation], baseline: LiveSide, candidate: LiveSide) -> float:
+def _expected_pair_s(
+    observations: Sequence[Observation], baseline: LiveSide, candidate: LiveSide
+) -> float:
     """A first pair's guess: the candidate's and the baseline's median measured durations."""
     total = 0.0
     for side in (baseline, candidate):

@@ -288,4 +288,3 @@ def run_setup(server: Server, conn: psycopg.Connection[Any], statements: Sequenc
                 f"setup statement {index + 1} failed on {server.name}: {str(exc).strip()}",
                 f"statement: {statement[:200]}",
             ) from exc
-

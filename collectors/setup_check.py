@@ -15,7 +15,9 @@ from typing import Any
 import psycopg
 
 RECOMMENDED_PREFIX = "%m [%p] %q%u@%d qid=%Q "
-UNREADABLE_HINT = "unreadable by this role: grant it pg_read_all_settings, or connect as a superuser"
+UNREADABLE_HINT = (
+    "unreadable by this role: grant it pg_read_all_settings, or connect as a superuser"
+)
 
 
 @dataclass(frozen=True)

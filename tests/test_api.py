@@ -41,9 +41,17 @@ def test_paired_timings_give_a_verdict_and_text_plans_are_refused() -> None:
     assert result.interleaved and result.queries[0].timing.verdict == "regressed"
     assert {"PS100", "PS200"} <= {f.code for f in result.findings}
     with pytest.raises(PlanshiftError, match="paired timings need equal counts"):
-        compare_plans(explain("range_bitmap_scan"), explain("range_index_scan"), before_ms=before, after_ms=after[:-1], paired=True)
+        compare_plans(
+            explain("range_bitmap_scan"),
+            explain("range_index_scan"),
+            before_ms=before,
+            after_ms=after[:-1],
+            paired=True,
+        )
     with pytest.raises(PlanshiftError, match="not an EXPLAIN JSON document"):
-        compare_plans("Seq Scan on t  (cost=0.00..1.00 rows=1 width=4)", explain("range_index_scan"))
+        compare_plans(
+            "Seq Scan on t  (cost=0.00..1.00 rows=1 width=4)", explain("range_index_scan")
+        )
 
 
 def test_the_same_plan_is_no_plan_change_and_rules_can_be_selected() -> None:
@@ -63,7 +71,9 @@ def test_compare_on_a_store_equals_the_cli_json() -> None:
     )  # fmt: skip
     document = json.loads(shown.stdout)
     assert [q["name"] for q in document["queries"]] == [q.query_name for q in result.queries]
-    assert sorted(f["code"] for f in document["findings"]) == sorted(f.code for f in result.findings)
+    assert sorted(f["code"] for f in document["findings"]) == sorted(
+        f.code for f in result.findings
+    )
 
 
 def test_the_package_is_typed_and_lazy() -> None:

@@ -22,7 +22,9 @@ def test_of_three_differing_settings_the_one_that_moves_the_plan_is_named(
         '[variants.proposed]\nrandom_page_cost = "1.1"\nwork_mem = "64MB"\n'
         'effective_io_concurrency = "200"',
     )
-    result = run_and_compare(tmp_path, text, "current", "proposed", RunOptions(queries=("sum_range",)))
+    result = run_and_compare(
+        tmp_path, text, "current", "proposed", RunOptions(queries=("sum_range",))
+    )
     (query,) = result.queries
     assert query.plan_changed
     assert query.attribution is not None

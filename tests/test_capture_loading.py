@@ -136,7 +136,10 @@ def test_targets_load_a_real_dump_together_with_progress_and_settings(
             ).fetchone()
             assert rows == (30000, 4285, 30000 * 30001 // 2)
             assert conn.execute("SELECT to_regclass('items_note')").fetchone() == ("items_note",)
-    assert taken == {"a": {"work_mem": "24MB"}, "b": {"work_mem": "24MB", "enable_group_by_reordering": "off"}}
+    assert taken == {
+        "a": {"work_mem": "24MB"},
+        "b": {"work_mem": "24MB", "enable_group_by_reordering": "off"},
+    }
     assert servers[0].info["workload_settings"]["not_applied"] == {
         "enable_group_by_reordering": "PostgreSQL 15 has no setting enable_group_by_reordering"
     }

@@ -61,7 +61,9 @@ def test_a_capture_from_14_replays_on_14_and_17_with_values_and_settings(
         "random_page_cost": "1.1",
         "work_mem": "16MB",
     }
-    assert "track_io_timing = on" in workload.capture["not_carried"]  # the server's, not the planner's
+    assert (
+        "track_io_timing = on" in workload.capture["not_carried"]
+    )  # the server's, not the planner's
     # what holds production data is for its owner only
     assert stat.S_IMODE(out.stat().st_mode) == 0o700
     for name in ("workload.toml", "schema.sql", "dump.sql", "coverage.txt"):
@@ -85,7 +87,9 @@ def test_a_capture_from_14_replays_on_14_and_17_with_values_and_settings(
         settings = json.loads(plan)[0]["Settings"]
         assert settings["work_mem"] == "16MB" and settings["random_page_cost"] == "1.1", name
     assert {"p1": "year"} in [json.loads(p) for (p,) in params]
-    compared = CliRunner().invoke(app, ["compare", "--store", str(store), "-b", "pg14", "-c", "pg17"])
+    compared = CliRunner().invoke(
+        app, ["compare", "--store", str(store), "-b", "pg14", "-c", "pg17"]
+    )
     assert compared.exit_code in (0, 1), compared.output
     assert "production (planshift capture): 3 of 3 top statements captured" in compared.output
     assert "runs settings production does not" not in compared.output

@@ -41,7 +41,9 @@ def _literal(block: list[str]) -> str:
 
 
 def parse_yaml(text: str) -> Any:
-    lines = [line for line in text.splitlines() if line.strip() and not line.lstrip().startswith("#")]
+    lines = [
+        line for line in text.splitlines() if line.strip() and not line.lstrip().startswith("#")
+    ]
     value, rest = _block(lines, 0, 0)
     assert not rest, rest[:3]
     return value
@@ -55,7 +57,11 @@ def _block(lines: list[str], start: int, indent: int) -> tuple[Any, list[str]]:
     if lines[start].lstrip().startswith("- "):
         items: list[Any] = []
         position = start
-        while position < len(lines) and _indent(lines[position]) == indent and lines[position].lstrip().startswith("- "):
+        while (
+            position < len(lines)
+            and _indent(lines[position]) == indent
+            and lines[position].lstrip().startswith("- ")
+        ):
             first = " " * (indent + 2) + lines[position].lstrip()[2:]
             body = [first]
             position += 1
@@ -65,7 +71,11 @@ def _block(lines: list[str], start: int, indent: int) -> tuple[Any, list[str]]:
             if first.strip() in ("|", "|-"):
                 items.append(_literal(body[1:]))
                 continue
-            value, rest = _block(body, 0, indent + 2) if ": " in first or first.endswith(":") else (_scalar(first), [])
+            value, rest = (
+                _block(body, 0, indent + 2)
+                if ": " in first or first.endswith(":")
+                else (_scalar(first), [])
+            )
             assert not rest
             items.append(value)
         return items, lines[position:]
@@ -117,7 +127,9 @@ def condition(text: str, context: dict[str, str], workspace: Path) -> bool:
             result = result and (workspace / found.group(1)).exists()
             continue
         left, operator, right = re.fullmatch(r"(\S+) (==|!=) (\S+)", term).groups()  # type: ignore[union-attr]
-        a, b = (side.strip("'") if side.startswith("'") else context[side] for side in (left, right))
+        a, b = (
+            side.strip("'") if side.startswith("'") else context[side] for side in (left, right)
+        )
         result = result and ((a == b) if operator == "==" else (a != b))
     return result
 
@@ -191,7 +203,9 @@ def runner_home() -> Iterator[Path]:
 
 
 @pytest.mark.pg
-def test_the_github_workflow_runs_from_a_fresh_clone(runner_home: Path, planshift_clone: Path) -> None:
+def test_the_github_workflow_runs_from_a_fresh_clone(
+    runner_home: Path, planshift_clone: Path
+) -> None:
     tmp_path = runner_home
     workspace = pull_request(tmp_path, planshift_clone)
     workflow = parse_yaml((workspace / ".github" / "workflows" / "planshift.yml").read_text())
@@ -216,7 +230,11 @@ def test_the_github_workflow_runs_from_a_fresh_clone(runner_home: Path, planshif
         "runner.os": "Linux",
         "steps.python.outputs.python-version": f"{sys.version_info.major}.{sys.version_info.minor}",
     }
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("GITHUB_", "PLANSHIFT", "VIRTUAL_ENV"))}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("GITHUB_", "PLANSHIFT", "VIRTUAL_ENV"))
+    }
     env.update(
         GITHUB_ACTIONS="true", GITHUB_REPOSITORY="acme/db", GITHUB_WORKSPACE=str(workspace),
         GITHUB_ENV=str(github_env), GITHUB_PATH=str(github_path), RUNNER_TEMP=str(runner_temp),
@@ -243,7 +261,9 @@ def test_the_github_workflow_runs_from_a_fresh_clone(runner_home: Path, planshif
         output = tmp_path / f"output-{len(ran)}"
         output.touch()
         step_env = {**env, **_read_env_file(github_env), "GITHUB_OUTPUT": str(output)}
-        step_env.update({k: substitute(str(v), context) for k, v in (step.get("env") or {}).items()})
+        step_env.update(
+            {k: substitute(str(v), context) for k, v in (step.get("env") or {}).items()}
+        )
         step_env["PATH"] = ":".join([*github_path.read_text().split(), step_env["PATH"]])
         done = subprocess.run(
             ["bash", "-e", "-c", substitute(step["run"], context)], cwd=workspace, env=step_env,
@@ -263,7 +283,9 @@ def test_the_github_workflow_runs_from_a_fresh_clone(runner_home: Path, planshif
     assert server and Path(server.group(2)).is_relative_to(venv), installed.stdout
     (direct,) = venv.glob("lib/python*/site-packages/planshift-*.dist-info/direct_url.json")
     origin = json.loads(direct.read_text())
-    assert origin["url"] == f"file://localhost{planshift_clone}" and origin["vcs_info"]["vcs"] == "git"
+    assert (
+        origin["url"] == f"file://localhost{planshift_clone}" and origin["vcs_info"]["vcs"] == "git"
+    )
     assert "random_page_cost 4 -> 1.1" in ran["Compare"].stdout
     assert "noise floors from A/A run" in ran["Compare"].stdout
     assert "::" in ran["Compare"].stdout  # annotations: GITHUB_ACTIONS is set
@@ -288,7 +310,11 @@ def test_the_gitlab_recipe_runs_the_same_gate_steps() -> None:
     github = parse_yaml((CI / "github-actions.yml").read_text())
     (job,) = github["jobs"].values()
     steps = [line for line in recipe["script"] if "planshift-gate.sh" in line]
-    assert [re.search(r"gate\.sh (\w+)", s).group(1) for s in steps] == ["measure", "noise", "compare"]  # type: ignore[union-attr]
+    assert [re.search(r"gate\.sh (\w+)", s).group(1) for s in steps] == [
+        "measure",
+        "noise",
+        "compare",
+    ]  # type: ignore[union-attr]
     install = next(s for s in job["steps"] if s.get("name", "").startswith("Install"))["run"]
     before = "\n".join(recipe["before_script"])
     for command in ('pip" install --quiet "planshift @ $PLANSHIFT_SOURCE"',

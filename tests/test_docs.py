@@ -45,11 +45,15 @@ def test_schema_sql_and_the_readme_store_table_are_what_the_migrations_create(
     else is (`make readme` rewrites them)."""
     schema = (ROOT / "detector" / "store" / "schema.sql").read_text()
     assert schema == schema_sql(), "detector/store/schema.sql is not current: run `make readme`"
-    block = README[README.index("<!-- store-tables -->\n") + 22 : README.index("<!-- /store-tables")]
+    block = README[
+        README.index("<!-- store-tables -->\n") + 22 : README.index("<!-- /store-tables")
+    ]
     assert block == readme_tables(), "the README's store table is not current: run `make readme`"
     Store(tmp_path / "s.duckdb").close()
     with duckdb.connect(str(tmp_path / "s.duckdb"), read_only=True) as conn:
-        tables = {row[0] for row in conn.execute("SELECT table_name FROM duckdb_tables()").fetchall()}
+        tables = {
+            row[0] for row in conn.execute("SELECT table_name FROM duckdb_tables()").fetchall()
+        }
     assert set(re.findall(r"^\| `(\w+)` \|", block, re.M)) == tables
     assert set(re.findall(r"^CREATE TABLE \"?(\w+)\"?\(", schema, re.M)) == tables
 

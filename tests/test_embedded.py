@@ -307,7 +307,10 @@ def test_servers_lists_orphans_and_clean_removes_only_them() -> None:
         ).stdout.strip()
     )  # fmt: skip
     owner = subprocess.Popen(
-        [sys.executable, "-c", _CRASHING_OWNER, str(base)], stdout=subprocess.PIPE, text=True, env=env
+        [sys.executable, "-c", _CRASHING_OWNER, str(base)],
+        stdout=subprocess.PIPE,
+        text=True,
+        env=env,
     )
     assert owner.stdout is not None
     orphan = Path(owner.stdout.readline().strip()).parent
@@ -330,7 +333,10 @@ def test_servers_lists_orphans_and_clean_removes_only_them() -> None:
         assert states[str(orphan)]["postmaster_pid"] == postmaster
         assert states[str(kept)]["state"] == "kept" and states[str(kept)]["postmaster_pid"] is None
         shown = planshift()
-        assert f"cluster {orphan}: orphan: its planshift process died, server pid {postmaster}" in shown
+        assert (
+            f"cluster {orphan}: orphan: its planshift process died, server pid {postmaster}"
+            in shown
+        )
         assert f"cluster {kept}: kept (--keep)" in shown
         assert "remove the orphans with: planshift servers --clean" in shown
         cleaned = planshift("--clean")

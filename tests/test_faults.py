@@ -209,7 +209,10 @@ def test_run_killed_at_a_random_point_is_marked_failed_and_a_rerun_completes(
     counts = dict(observations)
     assert counts["before"] == counts["after"] == 2 * 10, (context, SEED, counts)
     killed = runs.get("killed")  # not begun yet, cut short, or done before the kill
-    assert killed is None or killed.status == "failed" or counts["killed"] == 2 * 10, (context, SEED)
+    assert killed is None or killed.status == "failed" or counts["killed"] == 2 * 10, (
+        context,
+        SEED,
+    )
 
 
 def test_a_writer_killed_while_another_waits_hands_the_store_over(tmp_path: Path) -> None:
@@ -312,9 +315,7 @@ def test_postgresql_killed_mid_run_keeps_the_failed_run_and_a_rerun_completes(
     tmp_path: Path, crashing: EmbeddedCluster
 ) -> None:
     workload, store = tmp_path / "w.toml", tmp_path / "new" / "runs.duckdb"
-    workload.write_text(
-        WORKLOAD.replace("count(*)", "count(*), pg_sleep(0.01)")
-    )
+    workload.write_text(WORKLOAD.replace("count(*)", "count(*), pg_sleep(0.01)"))
     target = ["--dsn", f"db={crashing.conninfo}", "--setup", "--store", store]
     delay = rng("postgres").uniform(0.0, 0.5)
     process = planshift("run", workload, *target)

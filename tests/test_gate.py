@@ -13,12 +13,15 @@ from detector.engine.comparison.config import load_config, parse_config
 from detector.errors import PlanshiftError
 from detector.jobs.compare_options import parse_rule_option
 
-WORKLOAD = FORCED_PLANS_WORKLOAD.replace('name = "cli-test"', 'name = "gate-test"') + """
+WORKLOAD = (
+    FORCED_PLANS_WORKLOAD.replace('name = "cli-test"', 'name = "gate-test"')
+    + """
 [[queries]]
 name = "count"
 sql = "SELECT count(*) FROM t WHERE v = %(v)s"
 params = { v = { range = [0, 99] } }
 """
+)
 
 
 @pytest.fixture
@@ -65,7 +68,9 @@ def test_approve_then_gate_on_unapproved_plans(tmp_path: Path, store: Path) -> N
     assert "SeqScan(t)" in lock.read_text()
 
 
-def test_noise_run_gives_floors_that_compare_uses(tmp_path: Path, store: Path, pg15: EmbeddedCluster) -> None:
+def test_noise_run_gives_floors_that_compare_uses(
+    tmp_path: Path, store: Path, pg15: EmbeddedCluster
+) -> None:
     workload = tmp_path / "w.toml"
     ran = planshift("noise", workload, "--target", "pg15", "--repetitions", "6", cwd=tmp_path)
     assert ran.returncode == 0, ran.stderr
@@ -76,7 +81,10 @@ def test_noise_run_gives_floors_that_compare_uses(tmp_path: Path, store: Path, p
 
 def test_config_errors_name_file_and_key(tmp_path: Path) -> None:
     path = tmp_path / "planshift.toml"
-    with pytest.raises(PlanshiftError, match=r"planshift.toml: suppress\[0\].reason: every suppression needs a reason"):
+    with pytest.raises(
+        PlanshiftError,
+        match=r"planshift.toml: suppress\[0\].reason: every suppression needs a reason",
+    ):
         parse_config(path, {"suppress": [{"query": "q"}]})
     with pytest.raises(PlanshiftError, match=r"planshift\.toml: fail-on: unknown value"):
         parse_config(path, {"fail-on": "sometimes"})
@@ -85,7 +93,9 @@ def test_config_errors_name_file_and_key(tmp_path: Path) -> None:
 
 
 def test_pyproject_tool_section_is_found_from_a_subdirectory(tmp_path: Path) -> None:
-    (tmp_path / "pyproject.toml").write_text('[tool.planshift]\nmin-effect = 0.2\nignore = ["PS201"]\n')
+    (tmp_path / "pyproject.toml").write_text(
+        '[tool.planshift]\nmin-effect = 0.2\nignore = ["PS201"]\n'
+    )
     (tmp_path / "sub").mkdir()
     config = load_config(start=tmp_path / "sub")
     assert config.min_effect == 0.2 and config.ignore == ("PS201",)
@@ -104,7 +114,9 @@ def test_compare_save_keeps_the_comparison_and_its_findings(tmp_path: Path, stor
 
     import duckdb
 
-    saved = planshift("compare", "-b", "indexed", "-c", "seqscan", "--save", "-f", "json", cwd=tmp_path)
+    saved = planshift(
+        "compare", "-b", "indexed", "-c", "seqscan", "--save", "-f", "json", cwd=tmp_path
+    )
     assert saved.returncode == 1
     document = json.loads(saved.stdout)  # the message goes to stderr, stdout stays JSON
     assert "comparison 1 saved" in saved.stderr
@@ -206,5 +218,7 @@ def test_ps600_lists_the_lock_s_approved_plans(tmp_path: Path) -> None:
     for finding in findings:
         lock_plans = approved[approval_key(finding["query"], finding["point"])]
         assert "no plan approved" not in finding["message"]
-        assert finding["message"].endswith("; approved: " + " | ".join(sorted(set(lock_plans.values()))))
+        assert finding["message"].endswith(
+            "; approved: " + " | ".join(sorted(set(lock_plans.values())))
+        )
         assert finding["evidence"]["fingerprint"] not in lock_plans

@@ -27,13 +27,6 @@ from helpers import Rows, ingest, stored
 pytestmark = pytest.mark.pg
 
 
-
-
-
-
-
-
-
 @pytest.mark.parametrize("major", [14, 15, 16, 17, 18])
 def test_stderr_csvlog_and_jsonlog_give_the_same_observations(
     live_logs: Callable[[int], Path], tmp_path: Path, major: int

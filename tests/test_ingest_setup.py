@@ -79,7 +79,9 @@ def test_setup_check_json_and_exit_status(pg17: EmbeddedCluster, fresh_db: Fresh
     done = CliRunner().invoke(app, ["setup-check", "--target", dsn, "--format", "json"])
     assert done.exit_code == 1, done.output
     document = json.loads(done.stdout)
-    schema = Path(__file__).resolve().parents[1] / "detector/reports/schema/setup-check-v1.schema.json"
+    schema = (
+        Path(__file__).resolve().parents[1] / "detector/reports/schema/setup-check-v1.schema.json"
+    )
     jsonschema.Draft202012Validator(json.loads(schema.read_text())).validate(document)
     assert document["ready"] is False and document["server_version_num"] // 10000 == 17
     status = {c["setting"]: c["status"] for c in document["checks"]}

@@ -233,7 +233,9 @@ def test_real_machine_system_pg15_is_a_fallback(installations: list[Installation
     assert system[0].has_auto_explain and system[0].has_pg_stat_statements
     assert system[0].builder == "system"
     chosen = find_installation(15)
-    assert chosen.builder == PACKAGE or not any(i.builder == PACKAGE and i.major == 15 for i in installations)
+    assert chosen.builder == PACKAGE or not any(
+        i.builder == PACKAGE and i.major == 15 for i in installations
+    )
     assert find_installation(str(system[0].bindir)).bindir == system[0].bindir
 
 

@@ -29,13 +29,17 @@ def test_the_installation_is_this_checkout() -> None:
             copy = installed / source.relative_to(ROOT / package.__name__)
             if not copy.is_file() or copy.read_bytes() != source.read_bytes():
                 stale.append(str(source.relative_to(ROOT)))
-    assert stale == [], f"the installed planshift differs from the checkout: {stale[:5]}; run `make test`"
+    assert stale == [], (
+        f"the installed planshift differs from the checkout: {stale[:5]}; run `make test`"
+    )
 
 
 def test_package_data_is_installed() -> None:
     installed = Path(detector.__file__).resolve().parent
     assert (installed / "py.typed").is_file()
-    assert (installed / "jobs" / "demo_workload.toml").read_text().startswith("# The planshift demo")
+    assert (
+        (installed / "jobs" / "demo_workload.toml").read_text().startswith("# The planshift demo")
+    )
     migrations = sorted(p.name for p in (installed / "store" / "migrations").glob("*.sql"))
     assert migrations == sorted(p.name for p in (ROOT / "detector/store/migrations").glob("*.sql"))
     assert (installed / "reports" / "schema" / "report-v1.schema.json").is_file()

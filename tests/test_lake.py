@@ -19,7 +19,11 @@ from detector.store.lake import check_host, export_host, lake_hosts, lake_querie
 
 ROOT = Path(__file__).resolve().parent.parent
 LOGS = ROOT / "tests" / "fixtures" / "logs"
-HOSTS = {"h1": LOGS / "pg15" / "pg.log", "h2": LOGS / "incident" / "pg.log", "h3": LOGS / "events" / "pg.log"}
+HOSTS = {
+    "h1": LOGS / "pg15" / "pg.log",
+    "h2": LOGS / "incident" / "pg.log",
+    "h3": LOGS / "events" / "pg.log",
+}
 # what identifies a stored execution whatever its ids: the union of the hosts' stores must equal the lake
 ROWS = (
     "SELECT t.name, q.sql, o.fingerprint, o.duration_ms, o.collected_at, e.pid, e.line "
@@ -30,7 +34,10 @@ ROWS = (
 
 def planshift(*args: object) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "detector", *map(str, args)], capture_output=True, text=True, check=False
+        [sys.executable, "-m", "detector", *map(str, args)],
+        capture_output=True,
+        text=True,
+        check=False,
     )
 
 
@@ -56,9 +63,22 @@ def test_hosts_export_at_once_and_the_lake_is_the_union_of_their_stores(
     lake = tmp_path / "lake"
     ingests = [  # three hosts ingest (again: idempotent) and export at the same time
         subprocess.Popen(
-            [sys.executable, "-m", "detector", "ingest", str(HOSTS[host]), "--source", host,
-             "--store", str(path), "--lake", str(lake)],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            [
+                sys.executable,
+                "-m",
+                "detector",
+                "ingest",
+                str(HOSTS[host]),
+                "--source",
+                host,
+                "--store",
+                str(path),
+                "--lake",
+                str(lake),
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
         )
         for host, path in stores.items()
     ]
@@ -104,7 +124,11 @@ def test_a_host_filter_and_its_timeline_equal_that_host_alone(
     fleet = json.loads(planshift("fleet", "--lake", lake, "--format", "json").stdout)
     flipped = {f["host"] for q in fleet["queries"] for f in q["flips"]}
     assert fleet["hosts"] == ["h1", "h2", "h3"] and "h2" in flipped
-    assert all(f["after"]["signature"] != f["before"]["signature"] for q in fleet["queries"] for f in q["flips"])
+    assert all(
+        f["after"]["signature"] != f["before"]["signature"]
+        for q in fleet["queries"]
+        for f in q["flips"]
+    )
     only_h3 = json.loads(planshift("fleet", "--lake", lake, "--source", "h3", "-f", "json").stdout)
     assert {f["host"] for q in only_h3["queries"] for f in q["flips"]} == {"h3"}
     windows = planshift(
@@ -151,7 +175,9 @@ def test_host_names_are_directory_safe_and_views_are_never_exported(tmp_path: Pa
     Store(hostile).close()
     con = duckdb.connect(str(hostile))
     con.execute("DROP TABLE queries")
-    con.execute("CREATE VIEW queries AS SELECT 'k' AS query_key, 'n' AS name, 's' AS sql, 1 AS queryid")
+    con.execute(
+        "CREATE VIEW queries AS SELECT 'k' AS query_key, 'n' AS name, 's' AS sql, 1 AS queryid"
+    )
     con.close()
     with pytest.raises(PlanshiftError):
         export_host(hostile, tmp_path / "lake", "h1")
@@ -182,7 +208,9 @@ def test_re_exporting_rewrites_only_what_changed(stores: dict[str, Path], tmp_pa
     copy = tmp_path / "h3.duckdb"
     shutil.copyfile(stores["h3"], copy)
     export_host(copy, lake, "h3")
-    files = sorted(lake.rglob("host=h3/**/data.parquet")) + sorted(lake.glob("*/host=h3/data.parquet"))
+    files = sorted(lake.rglob("host=h3/**/data.parquet")) + sorted(
+        lake.glob("*/host=h3/data.parquet")
+    )
     before = {path: path.stat().st_mtime_ns for path in files}
     assert before
     export_host(copy, lake, "h3")
@@ -204,7 +232,9 @@ def test_snapshots_reach_the_lake_under_the_host_name(
     unnamed = planshift("snapshot", "--target", dsn, "--store", store, "--lake", lake)
     assert unnamed.returncode == 2 and "--lake needs --name" in unnamed.stderr
     for _ in range(2):
-        done = planshift("snapshot", "--target", dsn, "--name", "db9", "--store", store, "--lake", lake)
+        done = planshift(
+            "snapshot", "--target", dsn, "--name", "db9", "--store", store, "--lake", lake
+        )
         assert done.returncode == 0, done.stderr
     assert lake_hosts(lake) == ["db9"]
     merged = tmp_path / "all.duckdb"

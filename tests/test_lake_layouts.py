@@ -81,7 +81,9 @@ def stores(logs: dict[str, Path], tmp_path_factory: pytest.TempPathFactory) -> d
     made = {}
     for host, log in logs.items():
         made[host] = directory / f"{host}.duckdb"
-        done = planshift("ingest", log, "--source", host, "--store", made[host], "--log-line-prefix", PREFIX)
+        done = planshift(
+            "ingest", log, "--source", host, "--store", made[host], "--log-line-prefix", PREFIX
+        )
         assert done.returncode == 0, done.stderr
     return made
 
@@ -101,8 +103,12 @@ def timeline_flips(
     return flips, seen
 
 
-def fleet_flips(lake: str, since: str | None = None, until: str | None = None) -> tuple[set[tuple[object, ...]], dict[str, int]]:
-    queries, _ = fleet_report(store=Path("unused"), lake=lake, hosts=[], query=None, since=since, until=until)
+def fleet_flips(
+    lake: str, since: str | None = None, until: str | None = None
+) -> tuple[set[tuple[object, ...]], dict[str, int]]:
+    queries, _ = fleet_report(
+        store=Path("unused"), lake=lake, hosts=[], query=None, since=since, until=until
+    )
     flips = {
         (q.query_key, f.host, f.at, f.before_signature, f.after_signature, f.before_median_ms, f.after_median_ms)
         for q in queries for f in q.flips
@@ -116,7 +122,9 @@ def export_all(lake: str, stores: dict[str, Path], data: str | None = None) -> N
         opened.export_host(path, host)
 
 
-def test_the_fleet_pass_gives_each_hosts_own_timeline_flips(stores: dict[str, Path], tmp_path: Path) -> None:
+def test_the_fleet_pass_gives_each_hosts_own_timeline_flips(
+    stores: dict[str, Path], tmp_path: Path
+) -> None:
     lake = str(tmp_path / "lake")
     export_all(lake, stores)
     expected, seen = timeline_flips(stores)
@@ -134,7 +142,9 @@ def test_the_fleet_pass_gives_each_hosts_own_timeline_flips(stores: dict[str, Pa
     # a store with several log sources: the same pass over its own tables
     both = tmp_path / "both.duckdb"
     assert open_lake(lake).materialize(both, hosts=["h3", "h4"]) == ["h3", "h4"]
-    queries, hosts = fleet_report(store=both, lake=None, hosts=[], query=None, since=None, until=None)
+    queries, hosts = fleet_report(
+        store=both, lake=None, hosts=[], query=None, since=None, until=None
+    )
     assert hosts == ["h3", "h4"]
     assert {(q.query_key, f.host, f.at) for q in queries for f in q.flips} == {
         f[:3] for f in timeline_flips({h: stores[h] for h in ("h3", "h4")})[0]
@@ -158,13 +168,24 @@ def test_one_process_ingests_many_hosts_by_path_pattern(
     assert "host h3: " in done.stdout and "2 hosts: " in done.stdout
     assert open_lake(str(lake)).hosts() == ["h3", "h4"]
     for host in ("h3", "h4"):
-        with Store(tmp_path / "stores" / f"{host}.duckdb", read_only=True) as mine, Store(stores[host], read_only=True) as alone:
-            assert set(mine._con.execute(ROWS).fetchall()) == set(alone._con.execute(ROWS).fetchall())
-    unmatched = planshift("ingest", logs["h1"], "--source-from", "{host}/postgresql-*.log", "--lake", lake)
-    assert unmatched.returncode == 2 and "cannot be read with --source-from" in " ".join(unmatched.stderr.split())
+        with (
+            Store(tmp_path / "stores" / f"{host}.duckdb", read_only=True) as mine,
+            Store(stores[host], read_only=True) as alone,
+        ):
+            assert set(mine._con.execute(ROWS).fetchall()) == set(
+                alone._con.execute(ROWS).fetchall()
+            )
+    unmatched = planshift(
+        "ingest", logs["h1"], "--source-from", "{host}/postgresql-*.log", "--lake", lake
+    )
+    assert unmatched.returncode == 2 and "cannot be read with --source-from" in " ".join(
+        unmatched.stderr.split()
+    )
 
 
-def test_log_entries_are_partitioned_by_day_and_sorted_by_query(stores: dict[str, Path], tmp_path: Path) -> None:
+def test_log_entries_are_partitioned_by_day_and_sorted_by_query(
+    stores: dict[str, Path], tmp_path: Path
+) -> None:
     lake = tmp_path / "lake"
     export_all(str(lake), {"h3": stores["h3"]})
     days = sorted(p.name for p in (lake / "log_entries" / "host=h3").iterdir() if p.is_dir())
@@ -189,29 +210,47 @@ def test_both_layouts_give_the_same_answers(stores: dict[str, Path], tmp_path: P
         ("timeline", "--source", "h3", "--format", "json"),
         ("timeline", "--source", "h1", "-q", "orders", "--format", "json"),
     ):
-        on_parquet, on_ducklake = planshift(*args, "--lake", parquet), planshift(*args, "--lake", ducklake)
-        assert on_parquet.returncode == on_ducklake.returncode == 0, on_parquet.stderr + on_ducklake.stderr
+        on_parquet, on_ducklake = (
+            planshift(*args, "--lake", parquet),
+            planshift(*args, "--lake", ducklake),
+        )
+        assert on_parquet.returncode == on_ducklake.returncode == 0, (
+            on_parquet.stderr + on_ducklake.stderr
+        )
         assert json.loads(on_parquet.stdout) == json.loads(on_ducklake.stdout), args
     for name, lake in (("p", parquet), ("d", ducklake)):
-        open_lake(lake).materialize(tmp_path / f"{name}.duckdb", since=START.date() + timedelta(days=1))
-    with Store(tmp_path / "p.duckdb", read_only=True) as p, Store(tmp_path / "d.duckdb", read_only=True) as d:
+        open_lake(lake).materialize(
+            tmp_path / f"{name}.duckdb", since=START.date() + timedelta(days=1)
+        )
+    with (
+        Store(tmp_path / "p.duckdb", read_only=True) as p,
+        Store(tmp_path / "d.duckdb", read_only=True) as d,
+    ):
         assert set(p._con.execute(ROWS).fetchall()) == set(d._con.execute(ROWS).fetchall())
-        assert p._con.execute("SELECT min(collected_at)::DATE FROM observations").fetchone() == (START.date() + timedelta(days=1),)
+        assert p._con.execute("SELECT min(collected_at)::DATE FROM observations").fetchone() == (
+            START.date() + timedelta(days=1),
+        )
 
 
 @needs_ducklake
-def test_days_outside_the_window_are_never_read_from_ducklake(stores: dict[str, Path], tmp_path: Path) -> None:
+def test_days_outside_the_window_are_never_read_from_ducklake(
+    stores: dict[str, Path], tmp_path: Path
+) -> None:
     ducklake = f"ducklake:{tmp_path / 'lake.ducklake'}"
     export_all(ducklake, {"h3": stores["h3"]})
     first_day = list((tmp_path / "lake.ducklake.files").rglob("lake_day=2026-01-01/*.parquet"))
     assert {p.parent.parent.parent.name for p in first_day} >= {"observations", "log_entries"}
     for path in first_day:  # break the first day's files: only reads that avoid them succeed
         path.write_bytes(b"not parquet")
-    later = planshift("fleet", "--lake", ducklake, "--since", "2026-01-02T00:00", "--format", "json")
+    later = planshift(
+        "fleet", "--lake", ducklake, "--since", "2026-01-02T00:00", "--format", "json"
+    )
     assert later.returncode == 0, later.stderr
     expected, _ = timeline_flips({"h3": stores["h3"]}, datetime(2026, 1, 2, tzinfo=UTC))
     assert fleet_flips(ducklake, "2026-01-02T00:00")[0] == expected and expected
-    timeline = planshift("timeline", "--lake", ducklake, "--source", "h3", "--since", "2026-01-02T00:00")
+    timeline = planshift(
+        "timeline", "--lake", ducklake, "--source", "h3", "--since", "2026-01-02T00:00"
+    )
     assert timeline.returncode == 0, timeline.stderr
     everything = planshift("fleet", "--lake", ducklake)
     assert everything.returncode != 0  # the whole lake does read them
@@ -249,7 +288,19 @@ def test_concurrent_writers_on_a_postgres_catalog_and_its_snapshots(
     snapshot = max(s for s, _, _ in open_lake(lake).snapshots())  # type: ignore[attr-defined]
     with Store(tmp_path / "h1.duckdb") as store:  # a later change: one more export
         store._con.execute("UPDATE queries SET name = 'renamed'")
-    assert planshift("ingest", logs["h1"], "--source", "h1", "--store", tmp_path / "h1.duckdb", "--lake", lake).returncode == 0
+    assert (
+        planshift(
+            "ingest",
+            logs["h1"],
+            "--source",
+            "h1",
+            "--store",
+            tmp_path / "h1.duckdb",
+            "--lake",
+            lake,
+        ).returncode
+        == 0
+    )
     now = planshift("fleet", "--lake", lake, "--format", "json")
     then = planshift("fleet", "--lake", lake, "--as-of", snapshot, "--format", "json")
     assert json.loads(then.stdout) == json.loads(before.stdout) != json.loads(now.stdout)
@@ -265,8 +316,12 @@ def test_a_password_on_the_command_line_is_refused_and_never_echoed(tmp_path: Pa
 
 
 @pytest.mark.parametrize("layout", ["parquet", pytest.param("ducklake", marks=needs_ducklake)])
-def test_a_lake_read_reaches_nothing_but_the_lake(layout: str, stores: dict[str, Path], tmp_path: Path) -> None:
-    lake = str(tmp_path / "lake") if layout == "parquet" else f"ducklake:{tmp_path / 'lake.ducklake'}"
+def test_a_lake_read_reaches_nothing_but_the_lake(
+    layout: str, stores: dict[str, Path], tmp_path: Path
+) -> None:
+    lake = (
+        str(tmp_path / "lake") if layout == "parquet" else f"ducklake:{tmp_path / 'lake.ducklake'}"
+    )
     export_all(lake, {"h1": stores["h1"]})
     outside = tmp_path / "outside.csv"
     outside.write_text("a\n1\n")
@@ -332,10 +387,15 @@ def test_object_storage_round_trip_with_credentials_from_the_environment(
     bucket = boto3.client("s3", endpoint_url=s3_server, region_name="us-east-1",
                           aws_access_key_id="AKIAPLANSHIFTTEST", aws_secret_access_key=secret)  # fmt: skip
     keys = [o["Key"] for o in bucket.list_objects_v2(Bucket="planshift-lake")["Contents"]]
-    assert any(k.startswith("fleet/main/observations/lake_host=h3/lake_day=2026-01-02/") for k in keys)
+    assert any(
+        k.startswith("fleet/main/observations/lake_host=h3/lake_day=2026-01-02/") for k in keys
+    )
     parquet = tmp_path / "lake"
     export_all(str(parquet), {h: stores[h] for h in ("h1", "h3")})
-    for args in (("fleet", "--format", "json"), ("timeline", "--source", "h3", "-q", "sum", "--format", "json")):
+    for args in (
+        ("fleet", "--format", "json"),
+        ("timeline", "--source", "h3", "-q", "sum", "--format", "json"),
+    ):
         from_s3 = planshift(*args, "--lake", lake, env=env)
         assert from_s3.returncode == 0, from_s3.stderr
         assert json.loads(from_s3.stdout) == json.loads(planshift(*args, "--lake", parquet).stdout)
@@ -347,7 +407,10 @@ def test_object_storage_round_trip_with_credentials_from_the_environment(
     assert not any(secret in text for text in outputs)  # never printed
     assert secret.encode() not in catalog.read_bytes()  # never stored in the catalog
     for key in keys:  # nor in the lake's data files
-        assert secret.encode() not in bucket.get_object(Bucket="planshift-lake", Key=key)["Body"].read()
+        assert (
+            secret.encode()
+            not in bucket.get_object(Bucket="planshift-lake", Key=key)["Body"].read()
+        )
 
 
 @needs_ducklake
@@ -374,7 +437,9 @@ def test_custom_plans_flip_in_the_fleet_as_in_their_timeline(layout: str, tmp_pa
     done = planshift("ingest", LOGS / "prepared" / "reload.log", "--source", "shop", "--store", store,
                      "--log-line-prefix", PREFIX)  # fmt: skip
     assert done.returncode == 0, done.stderr
-    lake = str(tmp_path / "lake") if layout == "parquet" else f"ducklake:{tmp_path / 'lake.ducklake'}"
+    lake = (
+        str(tmp_path / "lake") if layout == "parquet" else f"ducklake:{tmp_path / 'lake.ducklake'}"
+    )
     export_all(lake, {"shop": store})
     expected, _ = timeline_flips({"shop": store})
     ((_, host, _, before, after, _, _),) = expected

@@ -109,7 +109,12 @@ def test_nothing_imports_the_cli() -> None:
 
 def test_every_module_belongs_to_a_layer() -> None:
     layered = (*LAYERS, "detector/cli")
-    top = {"detector/__init__.py", "detector/__main__.py", "detector/errors.py", "detector/version.py"}
+    top = {
+        "detector/__init__.py",
+        "detector/__main__.py",
+        "detector/errors.py",
+        "detector/version.py",
+    }
     loose = sorted(
         module
         for package in FIRST_PARTY

@@ -218,7 +218,9 @@ def test_html_renders_odd_results() -> None:
 
     result = compare_from_store(STORE, "current", "proposed", None, CompareOptions())
     queries = list(result.queries)
-    queries[0] = replace(queries[0], candidate=replace(queries[0].candidate, durations_ms=(), timing=None))
+    queries[0] = replace(
+        queries[0], candidate=replace(queries[0].candidate, durations_ms=(), timing=None)
+    )
     sweep = [i for i, q in enumerate(queries) if q.point]
     for n, i in enumerate(sweep):
         queries[i] = replace(queries[i], point=f"mode={'abcdefg'[n]}")

@@ -59,7 +59,10 @@ def test_markdown_lists_the_events_beside_the_flip(
     line = windows[3]
     rendered_html = MarkdownIt("commonmark").enable("table").render(text)
     assert "Server events and plan flips" in rendered_html
-    assert f"<td>between</td>\n<td>setting</td>\n<td>{SETTING.replace(chr(34), '&quot;')}</td>\n<td>pg.log:{line}</td>" in rendered_html
+    assert (
+        f"<td>between</td>\n<td>setting</td>\n<td>{SETTING.replace(chr(34), '&quot;')}</td>\n<td>pg.log:{line}</td>"
+        in rendered_html
+    )
     assert "<td>plan flip</td>" in rendered_html and "items:" in rendered_html
     # in the flipped query's details too
     assert f"- {SETTING} (pg.log:{line})" in text
@@ -71,13 +74,18 @@ def test_html_shows_the_events_timeline_beside_the_flip(
     page = tmp_path / "r.html"
     text = whole_page(_report(windows, "html", page))
     line = windows[3]
-    assert f"pg.log:{line}" in text and "parameter &#34;random_page_cost&#34; changed to &#34;60&#34;" in text
+    assert (
+        f"pg.log:{line}" in text
+        and "parameter &#34;random_page_cost&#34; changed to &#34;60&#34;" in text
+    )
     if not CHROMIUM.exists():
         pytest.skip("headless Chromium missing: apt-get install chromium (scripts/bootstrap.sh)")
     dom = rendered(page)
     (section,) = dom.find_all("section", id="events")
     (table,) = section.find_all("table", "events")
-    rows = [[c.content() for c in r.find_all("td")] for r in table.find_all("tbody")[0].find_all("tr")]
+    rows = [
+        [c.content() for c in r.find_all("td")] for r in table.find_all("tbody")[0].find_all("tr")
+    ]
     assert ["between", "setting", SETTING, f"pg.log:{line}"] in [r[1:] for r in rows]
     (flip,) = [r for r in rows if r[2] == "plan flip"]
     kinds = [r[2] for r in rows]

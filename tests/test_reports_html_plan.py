@@ -150,7 +150,10 @@ def test_a_bitmap_scan_shows_its_recheck_and_heap_blocks() -> None:
     assert shown["Recheck Cond"].startswith("((id >= ")
     node = next(n for _, n in plan.nodes() if n.node_type == "Bitmap Heap Scan")
     assert node.lossy_heap_blocks and node.rows_removed_by_recheck
-    assert shown["Heap Blocks"] == f"exact={node.exact_heap_blocks or 0:,} lossy={node.lossy_heap_blocks:,}"
+    assert (
+        shown["Heap Blocks"]
+        == f"exact={node.exact_heap_blocks or 0:,} lossy={node.lossy_heap_blocks:,}"
+    )
     assert shown["Rows Removed by Index Recheck"] == f"{int(node.rows_removed_by_recheck):,}"
 
 

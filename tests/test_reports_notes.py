@@ -58,9 +58,7 @@ def windows(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str, str]:
     return store, f"..{reload.logged_at.isoformat()}", f"{after.isoformat()}.."
 
 
-def test_markdown_says_the_plan_mix_changed(
-    windows: tuple[Path, str, str], tmp_path: Path
-) -> None:
+def test_markdown_says_the_plan_mix_changed(windows: tuple[Path, str, str], tmp_path: Path) -> None:
     text = _compare(*windows, "markdown", tmp_path / "r.md")
     html = MarkdownIt("commonmark").enable("table").render(text)
     # the summary table's plan cell, the query's details, the timeline of events

@@ -118,5 +118,3 @@ def test_the_crossing_chart_is_the_first_thing_seen(tmp_path: Path) -> None:
         assert apart, (a, b)
     assert all(box[3] <= plot_top for box in boxes)
     assert not any(math.isnan(v) for box in boxes for v in box)
-
-

@@ -65,7 +65,14 @@ def run(
     """`planshift run` in this process (CliRunner: no interpreter start per run)."""
     workload = tmp_path / "workload.toml"
     workload.write_text(head + queries)
-    command = ["run", str(workload), "--dsn", f"prod={conninfo}", "--store", str(tmp_path / "s.duckdb")]
+    command = [
+        "run",
+        str(workload),
+        "--dsn",
+        f"prod={conninfo}",
+        "--store",
+        str(tmp_path / "s.duckdb"),
+    ]
     return CliRunner().invoke(app, [*command, *flags], env=env)
 
 
@@ -82,7 +89,10 @@ def scalar(conninfo: str, sql: str) -> object:
 def assert_failed_naming(done: Result, name: str, *words: str) -> None:
     assert done.exit_code == 2, (done.stdout, done.stderr, done.exception)
     assert "Traceback" not in done.stderr
-    assert f"error: query {name} changed server prod outside its rolled-back transaction" in done.stderr
+    assert (
+        f"error: query {name} changed server prod outside its rolled-back transaction"
+        in done.stderr
+    )
     assert "(its first execution)" in done.stderr
     for word in words:
         assert word in done.stderr, done.stderr
@@ -101,7 +111,10 @@ def test_on_dsn_run_in_the_file_is_refused_without_setup_and_nothing_is_written(
     scan = query("scan", "SELECT count(*) FROM t")
     refused = run(tmp_path, db, scan, head=DESTRUCTIVE)
     assert refused.exit_code == 2, refused.stderr
-    assert "error: workload.toml asks to run its [setup] (2 statements) on --dsn target prod" in refused.stderr
+    assert (
+        "error: workload.toml asks to run its [setup] (2 statements) on --dsn target prod"
+        in refused.stderr
+    )
     assert "hint: pass --setup" in refused.stderr and "PLANSHIFT_ALLOW_SETUP=1" in refused.stderr
     assert scalar(db, "SELECT count(*) FROM t") == 1000  # the DROP TABLE did not run
     assert not (tmp_path / "s.duckdb").exists()
@@ -109,7 +122,10 @@ def test_on_dsn_run_in_the_file_is_refused_without_setup_and_nothing_is_written(
 
     consented = run(tmp_path, db, scan, "--setup", head=DESTRUCTIVE)
     assert consented.exit_code == 0, consented.stderr
-    assert "setup on prod (" in consented.stderr and "2 statements of workload.toml [setup]" in consented.stderr
+    assert (
+        "setup on prod (" in consented.stderr
+        and "2 statements of workload.toml [setup]" in consented.stderr
+    )
     assert "password" not in consented.stderr
     assert scalar(db, "SELECT count(*) FROM t") == 0  # consent given: the setup ran
     ci = run(tmp_path, db, scan, head=DESTRUCTIVE, PLANSHIFT_ALLOW_SETUP="1")
@@ -123,7 +139,9 @@ def test_a_clean_workload_passes_every_check(tmp_path: Path, db: str) -> None:
     with Store(tmp_path / "s.duckdb", read_only=True) as store:
         (target,) = store.targets()
     checked = target.info["server_state"]["checked"]
-    assert {"slots", "settings", "file_settings", "pgss_reset", "prepared", "sessions"} <= set(checked)
+    assert {"slots", "settings", "file_settings", "pgss_reset", "prepared", "sessions"} <= set(
+        checked
+    )
 
 
 def test_a_replication_slot_fails_the_run_naming_the_query(tmp_path: Path, db: str) -> None:
@@ -132,7 +150,9 @@ def test_a_replication_slot_fails_the_run_naming_the_query(tmp_path: Path, db: s
         done = run(tmp_path, db, query("scan", "SELECT 1") + query("slot", slot))
         assert_failed_naming(done, "slot", "replication slot planshift_leak appeared: physical")
         assert "pg_drop_replication_slot" in done.stderr
-        assert scalar(db, "SELECT count(*) FROM pg_replication_slots") == 1  # it did outlive ROLLBACK
+        assert (
+            scalar(db, "SELECT count(*) FROM pg_replication_slots") == 1
+        )  # it did outlive ROLLBACK
         with Store(tmp_path / "s.duckdb", read_only=True) as store:
             assert [r.status for r in store.runs()] == ["failed"]
     finally:
@@ -149,10 +169,7 @@ def test_alter_system_and_a_reload_through_dblink_fail_the_run(
     tmp_path: Path, db: str, pg17_prepared: EmbeddedCluster
 ) -> None:
     here = pg17_prepared.conninfo.replace("'", "''")
-    sql = (
-        f"SELECT dblink_exec('{here}', 'ALTER SYSTEM SET work_mem = ''77MB'''), "
-        "pg_reload_conf()"
-    )
+    sql = f"SELECT dblink_exec('{here}', 'ALTER SYSTEM SET work_mem = ''77MB'''), pg_reload_conf()"
     try:
         done = run(tmp_path, db, query("tune", sql))
         assert_failed_naming(done, "tune", "work_mem", "77MB")
@@ -162,14 +179,14 @@ def test_alter_system_and_a_reload_through_dblink_fail_the_run(
             conn.execute("SELECT pg_reload_conf()")
 
 
-def test_a_prepared_transaction_and_a_session_left_fail_the_run(
-    tmp_path: Path, db: str
-) -> None:
+def test_a_prepared_transaction_and_a_session_left_fail_the_run(tmp_path: Path, db: str) -> None:
     here = db.replace("'", "''")
     prepare = f"SELECT dblink_exec('{here}', 'BEGIN; SELECT 1; PREPARE TRANSACTION ''px''')"
     try:
         done = run(tmp_path, db, query("prepare", prepare))
-        assert_failed_naming(done, "prepare", "prepared transaction px appeared", "ROLLBACK PREPARED")
+        assert_failed_naming(
+            done, "prepare", "prepared transaction px appeared", "ROLLBACK PREPARED"
+        )
     finally:
         with psycopg.connect(db, autocommit=True) as conn:
             if conn.execute("SELECT 1 FROM pg_prepared_xacts WHERE gid = 'px'").fetchone():
@@ -179,7 +196,9 @@ def test_a_prepared_transaction_and_a_session_left_fail_the_run(
 
 
 def test_an_advanced_sequence_is_a_warning_and_the_run_completes(tmp_path: Path, db: str) -> None:
-    done = run(tmp_path, db, query("scan", "SELECT 1") + query("ticket", "SELECT nextval('ticket')"))
+    done = run(
+        tmp_path, db, query("scan", "SELECT 1") + query("ticket", "SELECT nextval('ticket')")
+    )
     assert done.exit_code == 0, done.stderr
     lines = [line for line in done.stderr.splitlines() if line.startswith("warning:")]
     assert lines and all("query ticket on prod: sequence ticket advanced" in line for line in lines)
@@ -192,7 +211,9 @@ def test_an_advanced_sequence_is_a_warning_and_the_run_completes(tmp_path: Path,
 
 def test_many_sequences_are_read_once_at_the_end_of_the_run(tmp_path: Path, db: str) -> None:
     with psycopg.connect(db, autocommit=True) as conn:
-        conn.execute("DO $$ BEGIN FOR i IN 1..500 LOOP EXECUTE format('CREATE SEQUENCE s%s', i); END LOOP; END $$")
+        conn.execute(
+            "DO $$ BEGIN FOR i IN 1..500 LOOP EXECUTE format('CREATE SEQUENCE s%s', i); END LOOP; END $$"
+        )
     done = run(tmp_path, db, query("ticket", "SELECT nextval('s7')"))
     assert done.exit_code == 0, done.stderr
     assert "warning: the run on prod: sequence s7 advanced (unused -> 7;" in done.stderr

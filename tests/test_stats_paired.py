@@ -220,9 +220,9 @@ def test_a_lone_regression_survives_false_discovery_control_on_a_loaded_machine(
     found = 0
     for _ in range(40):
         batch = [preempted(rng, 10, 1.0) for _ in range(27)] + [preempted(rng, 10, 1.3)]
-        found += false_discoveries.control_false_discoveries(compare_paired_batch(batch))[-1].verdict is (
-            Verdict.REGRESSED
-        )
+        found += false_discoveries.control_false_discoveries(compare_paired_batch(batch))[
+            -1
+        ].verdict is (Verdict.REGRESSED)
     assert found >= 20, found  # 26 of 40 at 10 pairs; the signed-rank test: 0 of 40
 
 

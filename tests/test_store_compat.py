@@ -26,9 +26,17 @@ def test_object_columns_with_nulls_are_inserted_as_given() -> None:
     insert_columns(con, "t", {k: v for k, v in columns.items() if k != "params"})
     expected = [
         tuple(None if v is None else v for v in row)
-        for row in zip(*(columns[k].tolist() for k in ("id", "text", "nothing", "count", "ms", "flag")), strict=True)
+        for row in zip(
+            *(columns[k].tolist() for k in ("id", "text", "nothing", "count", "ms", "flag")),
+            strict=True,
+        )
     ]
-    assert con.execute("SELECT id, text, nothing, count, ms, flag FROM t ORDER BY id").fetchall() == expected
+    assert (
+        con.execute("SELECT id, text, nothing, count, ms, flag FROM t ORDER BY id").fetchall()
+        == expected
+    )
     con.execute("DELETE FROM t")
-    insert_columns(con, "t", {"id": columns["id"], "params": np.array(["{}"] + [None] * (n - 1), dtype=object)})
+    insert_columns(
+        con, "t", {"id": columns["id"], "params": np.array(["{}"] + [None] * (n - 1), dtype=object)}
+    )
     assert con.execute("SELECT count(params), count(*) FROM t").fetchone() == (1, n)

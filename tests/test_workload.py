@@ -219,7 +219,10 @@ def test_shipped_examples_load() -> None:
 
 
 def test_a_target_may_bring_setup_of_its_own(tmp_path: Path) -> None:
-    text = VALID + '\n[[targets]]\nname = "churned"\npostgres = "15"\nsetup = "UPDATE t SET a = a; ANALYZE t"\n'
+    text = (
+        VALID
+        + '\n[[targets]]\nname = "churned"\npostgres = "15"\nsetup = "UPDATE t SET a = a; ANALYZE t"\n'
+    )
     workload = load_workload(write(tmp_path, text))
     assert workload.targets[0].setup == ("UPDATE t SET a = a", "ANALYZE t")
     bad = text.replace('setup = "UPDATE t SET a = a; ANALYZE t"', 'setup = "UPDATE t SET"')

@@ -180,7 +180,15 @@ def own_statement_keys(pgss_sql: str) -> frozenset[str]:
     """Query keys of what planshift sends to a source: its pg_stat_statements read (as this
     capture sent it, the view named with or without its schema, as a snapshot from another
     session may have), its reads of the database and of the relations queries name."""
-    sent = (SESSION_SQL, ROLES_SQL, SOURCE_SQL, RELATIONS_SQL, VIEW_SQL, COLUMNS_SQL, *SETTINGS_SQLS)
+    sent = (
+        SESSION_SQL,
+        ROLES_SQL,
+        SOURCE_SQL,
+        RELATIONS_SQL,
+        VIEW_SQL,
+        COLUMNS_SQL,
+        *SETTINGS_SQLS,
+    )
     texts = [_numbered(text) for text in sent]
     if pgss_sql:
         relation = pgss_sql.split(" FROM ", 1)[1].split()[0]

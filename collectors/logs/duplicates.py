@@ -183,7 +183,14 @@ class Duplicates:
         seen = {row[:-1] for row in stored}
         kept = []
         for event in events:
-            key = (event.logged_at, event.pid, event.kind, event.subject, event.value, event.message)
+            key = (
+                event.logged_at,
+                event.pid,
+                event.kind,
+                event.subject,
+                event.value,
+                event.message,
+            )
             if event.logged_at is None or key not in seen:
                 kept.append(event)
                 seen.add(key)

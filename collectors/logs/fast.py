@@ -49,7 +49,9 @@ class RootNode(ShapeNode, frozen=True, gc=False):
     shared_written: int = field(name="Shared Written Blocks", default=0)
     temp_read: int = field(name="Temp Read Blocks", default=0)
     temp_written: int = field(name="Temp Written Blocks", default=0)
-    io_read: float | None = field(name="Shared I/O Read Time", default=None)  # 17+ (16 still writes "I/O Read Time")
+    io_read: float | None = field(
+        name="Shared I/O Read Time", default=None
+    )  # 17+ (16 still writes "I/O Read Time")
     io_read_old: float | None = field(name="I/O Read Time", default=None)  # <= 16
 
 

@@ -39,7 +39,7 @@ from detector.model.plan import plan_parameters
 _DURATION = re.compile(r"^duration: ([\d.]+) ms")
 _PARAMETER = re.compile(r"\$(\d+) = (?:'((?:[^']|'')*)'|(NULL))(?:, |$)")
 _OTHER_FORMATS = (  # the first line of a plan in auto_explain.log_format yaml or xml
-    (" (auto_explain.log_format = yaml: planshift reads json and text)", "Query Text: \""),
+    (" (auto_explain.log_format = yaml: planshift reads json and text)", 'Query Text: "'),
     (" (auto_explain.log_format = xml: planshift reads json and text)", "<explain xmlns="),
 )
 _REFERENCE = re.compile(rb"(?<![\w$])\$(\d+)")  # not in a name such as col$1

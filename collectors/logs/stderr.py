@@ -128,9 +128,7 @@ class StderrReader(LogReader):
         queryid, odd = queryid_of(header.queryid)
         if odd is not None:
             self.problems.append(Problem(line, "bad-queryid", odd))
-        entry = RawEntry(
-            offset, line, pid, when, header.user, header.database, queryid, head, rest
-        )
+        entry = RawEntry(offset, line, pid, when, header.user, header.database, queryid, head, rest)
         if when is None and (header.time or header.epoch):
             entry.bad_time = header.time or header.epoch
         if not rest.startswith(b"\t{"):

@@ -19,7 +19,9 @@ from detector.model.build import compiled_by
 _OPTIMIZATION = re.compile(r"(?:^|\s)(-O\w*)")
 _BLOCK_SIZE = re.compile(r"--with-blocksize=(\d+)")
 _SEGMENT_SIZE = re.compile(r"--with-segsize=(\d+)")
-_VERSION_STRING = re.compile(rb"PostgreSQL [^\x00]{1,200}?, compiled by [^\x00]{1,200}?, (?:32|64)-bit")
+_VERSION_STRING = re.compile(
+    rb"PostgreSQL [^\x00]{1,200}?, compiled by [^\x00]{1,200}?, (?:32|64)-bit"
+)
 _LIBRARY_SUFFIXES = (".so", ".dylib", ".dll")
 
 
@@ -41,8 +43,12 @@ def installation_build(
         ),
         "assertions": None if configure is None else "--enable-cassert" in configure,
         "debug_symbols": None if configure is None else "--enable-debug" in configure,
-        "block_size": None if configure is None else int(block_kb.group(1) if block_kb else 8) * 1024,
-        "segment_size": None if configure is None else f"{segment_gb.group(1) if segment_gb else 1}GB",
+        "block_size": None
+        if configure is None
+        else int(block_kb.group(1) if block_kb else 8) * 1024,
+        "segment_size": None
+        if configure is None
+        else f"{segment_gb.group(1) if segment_gb else 1}GB",
         "configure": configure,
     }
 
@@ -70,7 +76,10 @@ def _pg_config(bindir: Path) -> tuple[str | None, str | None]:
 def _binary_compiler(postgres: Path) -> str | None:
     """The compiler in the binary's PG_VERSION_STR (what `SELECT version()` prints)."""
     try:
-        with postgres.open("rb") as file, mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_READ) as data:
+        with (
+            postgres.open("rb") as file,
+            mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_READ) as data,
+        ):
             match = _VERSION_STRING.search(data)
             found = bytes(match.group(0)) if match else b""
     except (OSError, ValueError):

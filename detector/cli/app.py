@@ -133,4 +133,3 @@ def main() -> None:
     except KeyboardInterrupt:
         err.print("interrupted: embedded clusters stopped")
         sys.exit(130)
-

@@ -18,11 +18,18 @@ from detector.cli.common import (
 def approve(
     store: StoreOption = DEFAULT_STORE,
     target: Annotated[
-        str | None, typer.Option("--target", "-t", help="Whose plans to approve (NAME or NAME@RUN).")
+        str | None,
+        typer.Option("--target", "-t", help="Whose plans to approve (NAME or NAME@RUN)."),
     ] = None,
-    run_id: Annotated[int | None, typer.Option("--run", help="Run id (default: the latest complete run).")] = None,
-    lock: Annotated[Path, typer.Option("--file", help="Approved-plans file to write.")] = Path("planshift.lock"),
-    update: Annotated[bool, typer.Option("--update", help="Accept changes to an existing file.")] = False,
+    run_id: Annotated[
+        int | None, typer.Option("--run", help="Run id (default: the latest complete run).")
+    ] = None,
+    lock: Annotated[Path, typer.Option("--file", help="Approved-plans file to write.")] = Path(
+        "planshift.lock"
+    ),
+    update: Annotated[
+        bool, typer.Option("--update", help="Accept changes to an existing file.")
+    ] = False,
 ) -> None:
     """Record the plans a target uses now as approved (a lock file to commit and review)."""
     from detector.jobs.approve import approve as record

@@ -30,7 +30,11 @@ def census(
     ] = None,
     output: Annotated[
         Path | None,
-        typer.Option("--output", "-o", help="Also write the census as an HTML page (plan diagram, self-contained)."),
+        typer.Option(
+            "--output",
+            "-o",
+            help="Also write the census as an HTML page (plan diagram, self-contained).",
+        ),
     ] = None,
     output_format: FormatOption = "terminal",
 ) -> None:

@@ -46,6 +46,7 @@ def _lower_level(record: logging.LogRecord) -> bool:
     record.levelname_lower = record.levelname.lower()
     return True
 
+
 StoreOption = Annotated[
     Path, typer.Option("--store", "-s", help="DuckDB file holding runs and observations.")
 ]
@@ -115,7 +116,6 @@ def print_json(document: Any) -> None:
     sys.stdout.write(json.dumps(document, indent=2, sort_keys=True, default=str) + "\n")
 
 
-
 @contextmanager
 def user_errors() -> Iterator[None]:
     try:
@@ -125,4 +125,3 @@ def user_errors() -> Iterator[None]:
     except KeyboardInterrupt:
         err.print("interrupted: embedded clusters stopped, the run is marked failed")
         raise typer.Exit(130) from None
-

@@ -25,7 +25,8 @@ def fleet(
     lake: LakeOption = None,
     store: StoreOption = DEFAULT_STORE,
     query: Annotated[
-        str | None, typer.Option("--query", "-q", help="Query key (or its prefix), name or SQL words.")
+        str | None,
+        typer.Option("--query", "-q", help="Query key (or its prefix), name or SQL words."),
     ] = None,
     since: SinceOption = None,
     until: UntilOption = None,
@@ -52,5 +53,3 @@ def fleet(
     from detector.reports.fleet import render_fleet
 
     render_fleet(queries, len(hosts), out)
-
-

@@ -22,10 +22,18 @@ from detector.cli.common import (
 def noise(
     workload: Annotated[Path, typer.Argument(help="Workload file (TOML).")],
     store: StoreOption = DEFAULT_STORE,
-    target: Annotated[str | None, typer.Option("--target", "-t", help="Server to calibrate.")] = None,
-    variant: Annotated[str | None, typer.Option(help="Variant to run twice (default: the first).")] = None,
-    repetitions: Annotated[int | None, typer.Option(help="Measured executions per query and side.")] = None,
-    pg_bin: Annotated[list[Path] | None, typer.Option("--pg-bin", help="PostgreSQL bin directory.")] = None,
+    target: Annotated[
+        str | None, typer.Option("--target", "-t", help="Server to calibrate.")
+    ] = None,
+    variant: Annotated[
+        str | None, typer.Option(help="Variant to run twice (default: the first).")
+    ] = None,
+    repetitions: Annotated[
+        int | None, typer.Option(help="Measured executions per query and side.")
+    ] = None,
+    pg_bin: Annotated[
+        list[Path] | None, typer.Option("--pg-bin", help="PostgreSQL bin directory.")
+    ] = None,
     output_format: FormatOption = "terminal",
 ) -> None:
     """A/A calibration: run one variant twice, interleaved; compare uses the noise floors."""
@@ -53,6 +61,9 @@ def noise(
 
         print_json(noise_document(run_id, floors))
         return
-    rows = [(label, f"{floor:.1%}") for label, floor in sorted(floors.items(), key=lambda kv: label_order(kv[0]))]
+    rows = [
+        (label, f"{floor:.1%}")
+        for label, floor in sorted(floors.items(), key=lambda kv: label_order(kv[0]))
+    ]
     title = f"A/A run {run_id}: how far the 95% CI of the effect reaches"
     out.print(table(("query", "noise floor"), rows, numeric=[1], title=title))

@@ -97,7 +97,8 @@ def run(
         ),
     ] = None,
     max_wait: Annotated[
-        float, typer.Option(help="With --max-load: seconds of pausing allowed in all, then measure on.")
+        float,
+        typer.Option(help="With --max-load: seconds of pausing allowed in all, then measure on."),
     ] = 300.0,
 ) -> None:
     """Run a workload on every target x variant and store every execution."""

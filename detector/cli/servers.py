@@ -56,7 +56,9 @@ def servers(
     if clean:
         removed = clean_orphans()
         for cluster in removed:
-            out.print(f"removed {cluster.path} (owner pid {cluster.owner_pid} had died)", markup=False)
+            out.print(
+                f"removed {cluster.path} (owner pid {cluster.owner_pid} had died)", markup=False
+            )
         out.print(f"{len(removed)} orphan cluster(s) removed", markup=False)
         return
     with user_errors():
@@ -67,7 +69,9 @@ def servers(
     if listing.installations:
         rows = []
         for inst, build in listing.installations:
-            compiler = " ".join(str(build[k]) for k in ("compiled_by", "optimization") if build.get(k))
+            compiler = " ".join(
+                str(build[k]) for k in ("compiled_by", "optimization") if build.get(k)
+            )
             rows.append((
                 inst.name, inst.version, inst.builder, _yes(inst.has_auto_explain),
                 _yes(inst.has_pg_stat_statements), _yes(build.get("jit_available")),
@@ -98,7 +102,9 @@ def servers(
 def add(
     versions: Annotated[
         list[str] | None,
-        typer.Argument(help="Majors (14 15 16 17 18) or exact versions (17.11).", show_default=False),
+        typer.Argument(
+            help="Majors (14 15 16 17 18) or exact versions (17.11).", show_default=False
+        ),
     ] = None,
     wheel: Annotated[
         list[Path] | None,

@@ -37,7 +37,9 @@ class QueryCensus:
     points: tuple[str | None, ...]
     targets: tuple[str, ...]
     counts: dict[tuple[str, str | None], Counter[str]]  # (target, point) -> signature -> samples
-    signatures: tuple[str, ...]  # every shape seen, most frequent first: letters A, B, ... in reports
+    signatures: tuple[
+        str, ...
+    ]  # every shape seen, most frequent first: letters A, B, ... in reports
 
     def letter(self, signature: str) -> str:
         return _letter(self.signatures.index(signature))

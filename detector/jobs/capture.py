@@ -202,7 +202,9 @@ def private_directory(directory: Path) -> list[str]:
         ) from None
     mode = directory.stat().st_mode
     if not os.access(directory, os.W_OK):
-        raise PlanshiftError(f"cannot write to {directory}: permission denied", "pass another -o DIR")
+        raise PlanshiftError(
+            f"cannot write to {directory}: permission denied", "pass another -o DIR"
+        )
     if mode & (stat.S_IRWXG | stat.S_IRWXO):
         return [
             f"{directory} is open to other users (mode {stat.S_IMODE(mode):o}); the files "

@@ -131,5 +131,3 @@ def coverage(
         if generic:
             found.plans_only.append(Share(statement.total_ms, describe(statement, short=True)))
     return found
-
-

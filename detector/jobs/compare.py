@@ -71,7 +71,9 @@ def compare_and_report(
     result = compare_from_store(store_path, baseline, candidate, run_id, options, notes)
     if save:
         comparison_id = save_comparison(store_path, result)
-        notes.print(f"comparison {comparison_id} saved in {store_path}", markup=False, soft_wrap=True)
+        notes.print(
+            f"comparison {comparison_id} saved in {store_path}", markup=False, soft_wrap=True
+        )
     log.debug(
         "compared %s (run %s) with %s: %d queries, %d findings",
         result.baseline, ", ".join(map(str, result.run_ids)), result.candidate,
@@ -81,7 +83,9 @@ def compare_and_report(
     for spec in specs:
         log.debug("%s report to %s", spec.format, spec.path or "stdout")
     if all(spec.path is not None for spec in specs):
-        notes.print(single_line(written(result, specs)), markup=False, highlight=False, soft_wrap=True)
+        notes.print(
+            single_line(written(result, specs)), markup=False, highlight=False, soft_wrap=True
+        )
     worst = result.worst_severity()
     return worst.value if worst else None
 

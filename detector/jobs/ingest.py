@@ -111,7 +111,9 @@ def log_report(report: FileReport, options: IngestOptions) -> None:
         report.path, report.messages, report.plans, report.events, report.problem_count,
     )  # fmt: skip
     for problem in report.problems:
-        log.debug("%s:%d: skipped: %s: %s", report.path, problem.line, problem.kind, problem.message)
+        log.debug(
+            "%s:%d: skipped: %s: %s", report.path, problem.line, problem.kind, problem.message
+        )
     for problem in report.incomplete:
         log.debug("%s:%d: incomplete: %s", report.path, problem.line, problem.message)
     if report.unknown_zones:

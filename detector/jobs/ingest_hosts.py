@@ -57,12 +57,16 @@ def logs_by_host(arguments: Sequence[Path], pattern: str) -> dict[str, list[Path
             candidates = [p for p in sorted(argument.rglob("*")) if p.is_file()]
             base = argument
         elif any(c in text for c in "*?["):
-            candidates = [Path(p) for p in sorted(glob.glob(text, recursive=True)) if Path(p).is_file()]
+            candidates = [
+                Path(p) for p in sorted(glob.glob(text, recursive=True)) if Path(p).is_file()
+            ]
             base = Path(text.split("*")[0].split("?")[0]).parent if "/" in text else Path()
         else:
             candidates, base = [argument], argument.parent
         for path in candidates:
-            relative = path.relative_to(base).as_posix() if path.is_relative_to(base) else path.as_posix()
+            relative = (
+                path.relative_to(base).as_posix() if path.is_relative_to(base) else path.as_posix()
+            )
             match = matcher.search(relative) or matcher.search(path.as_posix())
             if match is None:
                 if not argument.is_dir():
@@ -97,7 +101,9 @@ def ingest_hosts(
     store of the lake, detector.jobs.lake.host_store), then export the hosts to the lake; the
     plans stored per host."""
     if lake is None:
-        raise PlanshiftError("--source-from ingests into a lake", "add --lake DIR or --lake ducklake:CATALOG")
+        raise PlanshiftError(
+            "--source-from ingests into a lake", "add --lake DIR or --lake ducklake:CATALOG"
+        )
     target = open_lake(lake, data=lake_data)
     by_host = logs_by_host(arguments, pattern)
     if stores is not None and stores.exists() and not stores.is_dir():
@@ -118,5 +124,7 @@ def ingest_hosts(
         )
     sent = target.export_hosts([(paths[h], h) for h in by_host])
     observations = sum(counts.get("observations", 0) for counts in sent.values())
-    console.print(f"{len(by_host)} hosts: {observations} observations in lake {target.name}", markup=False)
+    console.print(
+        f"{len(by_host)} hosts: {observations} observations in lake {target.name}", markup=False
+    )
     return plans

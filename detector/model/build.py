@@ -104,9 +104,7 @@ def describe(build: Mapping[str, Any]) -> str:
     return ", ".join(parts) or "unknown"
 
 
-def build_comparison(
-    baseline: Mapping[str, Any], candidate: Mapping[str, Any]
-) -> dict[str, Any]:
+def build_comparison(baseline: Mapping[str, Any], candidate: Mapping[str, Any]) -> dict[str, Any]:
     """`same`, the facts that differ, and the one line reports print."""
     found = differences(baseline, candidate)
     if not found:

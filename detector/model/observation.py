@@ -27,4 +27,3 @@ class Observation:
     @property
     def fingerprint(self) -> str:
         return fingerprint(self.plan)
-

@@ -53,7 +53,10 @@ def timeline(result: ComparisonResult) -> list[EventRow]:
     flipped = [q.label for q in result.queries if q.plan_changed]
     mixed = [q.label for q in result.queries if not q.plan_changed and mix_text(q)]
     # inserted at one place, the later first: the flips come before the mix changes
-    for kind, noun, labels in (("plan mix", "plan mix change", mixed), ("plan flip", "plan flip", flipped)):
+    for kind, noun, labels in (
+        ("plan mix", "plan mix change", mixed),
+        ("plan flip", "plan flip", flipped),
+    ):
         if labels:
             text = f"{counted(len(labels), noun)}: " + "; ".join(labels)
             rows.insert(start, EventRow("candidate window", "candidate", kind, text, ""))

@@ -58,7 +58,10 @@ def fleet_document(queries: Sequence[FleetQuery], hosts: Sequence[str]) -> dict[
                     {
                         "host": f.host,
                         "at": f.at.isoformat(),
-                        "before": {"signature": f.before_signature, "median_ms": f.before_median_ms},
+                        "before": {
+                            "signature": f.before_signature,
+                            "median_ms": f.before_median_ms,
+                        },
                         "after": {"signature": f.after_signature, "median_ms": f.after_median_ms},
                         "ratio": f.ratio,
                     }

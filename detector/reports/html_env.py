@@ -96,8 +96,10 @@ def csp(script: str) -> Markup:
 def render_page(template: str, *, script: bool = True, **context: Any) -> str:
     """A whole page: `template` with the stylesheet, and the report script when `script`."""
     js = asset("report.js") if script else ""
-    return environment().get_template(template).render(
-        css=Markup(asset("report.css")), js=Markup(js), csp=csp(js), **context
+    return (
+        environment()
+        .get_template(template)
+        .render(css=Markup(asset("report.css")), js=Markup(js), csp=csp(js), **context)
     )
 
 

@@ -169,9 +169,7 @@ def _census(side: Side) -> list[str]:
     return rows
 
 
-def _details(
-    query: QueryComparison, findings: list[Finding], events: list[EventRow]
-) -> list[str]:
+def _details(query: QueryComparison, findings: list[Finding], events: list[EventRow]) -> list[str]:
     base, cand = query.baseline.timing, query.candidate.timing
     flags = [query.timing.verdict.value, query.timing.describe()]
     mix = mix_text(query)

@@ -33,7 +33,10 @@ def failed_errors(query: QueryComparison) -> list[tuple[str, str]]:
     """(side, `8 executions failed: ERROR 42703 ...`) for each side where executions failed."""
     failures = query.failures or Failures()
     found = []
-    for side, failed in ((query.baseline, failures.baseline), (query.candidate, failures.candidate)):
+    for side, failed in (
+        (query.baseline, failures.baseline),
+        (query.candidate, failures.candidate),
+    ):
         errors = distinct_errors(failed)
         if errors:
             text = f"{counted(len(failed), 'execution')} failed: {errors[0].first.error}"

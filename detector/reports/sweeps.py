@@ -50,7 +50,9 @@ def caption(analysis: SweepAnalysis, param: str, cost_units: Sequence[str]) -> s
     base, cand = analysis.series
     agree = [
         (bc - cc) * (bd - cd) > 0
-        for bc, cc, bd, cd in zip(base.costs, cand.costs, base.durations, cand.durations, strict=True)
+        for bc, cc, bd, cd in zip(
+            base.costs, cand.costs, base.durations, cand.durations, strict=True
+        )
         if not (math.isnan(bd) or math.isnan(cd))
     ]
     if agree and all(agree):

@@ -41,7 +41,9 @@ def census_table(query: QueryComparison) -> Padding:
     for side in (query.baseline, query.candidate):
         for plan in side.plans:
             shape = Text(single_line(plan.signature), style="bold" if plan is side.dominant else "")
-            buffers = None if plan.median_shared_blocks is None else f"{plan.median_shared_blocks:.0f}"
+            buffers = (
+                None if plan.median_shared_blocks is None else f"{plan.median_shared_blocks:.0f}"
+            )
             rows.append((side.label, f"{plan.samples}/{side.samples}", fmt_ms(plan.median_ms),
                          buffers, shape))  # fmt: skip
     header = ("side", "executions", "median ms", "shared buffers", "plan")

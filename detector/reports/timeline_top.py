@@ -59,7 +59,9 @@ def _table(
     console.print(f"{title}:", markup=False)
     found = [(*cells(q), q.name) for q in rows]
     numbers = range(len(header))
-    console.print(Padding(table((*header, "query"), found, numeric=numbers), (0, 0, 0, 2), expand=False))
+    console.print(
+        Padding(table((*header, "query"), found, numeric=numbers), (0, 0, 0, 2), expand=False)
+    )
 
 
 def top_document(top: TopQueries) -> dict[str, Any]:

@@ -255,7 +255,11 @@ def lake_connection(directories: Sequence[Path], files: Sequence[Path] = ()) -> 
         shutil.rmtree(scratch, ignore_errors=True)
 
 
-_EXTENSIONS_OFF = ("autoinstall_known_extensions", "autoload_known_extensions", "allow_community_extensions")
+_EXTENSIONS_OFF = (
+    "autoinstall_known_extensions",
+    "autoload_known_extensions",
+    "allow_community_extensions",
+)
 
 
 def _literal(path: Path, suffix: str = "") -> str:

@@ -166,7 +166,8 @@ def _load(
     ).fetchall()]  # fmt: skip
     select = ", ".join(
         (f'p."{c}" + h.host_no * {ID_STRIDE}' if c in ID_COLUMNS else f'p."{c}"')
-        if c in present else "NULL"
+        if c in present
+        else "NULL"
         for c in columns
     )
     where = _days(since, until) if dated(table) else []

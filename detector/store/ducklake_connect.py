@@ -127,7 +127,9 @@ def attached(
         con.execute(f"SET temp_directory = {_quote(str(scratch))}")
         con.execute(f"SET allowed_directories = [{', '.join(map(_quote, allowed))}]")
         if files:
-            con.execute(f"SET allowed_paths = [{', '.join(_quote(str(f.resolve())) for f in files)}]")
+            con.execute(
+                f"SET allowed_paths = [{', '.join(_quote(str(f.resolve())) for f in files)}]"
+            )
         con.execute("SET enable_external_access = false")
         con.execute("SET lock_configuration = true")
         yield con

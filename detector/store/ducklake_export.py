@@ -25,7 +25,7 @@ from detector.store.lake import BY_DAY
 DAY_OF_ENTRY = "log_entries"  # no time of its own: the day and query of its execution
 
 _EXPORTS = (
-    'CREATE TABLE IF NOT EXISTS lake.planshift_exports (host VARCHAR NOT NULL, '
+    "CREATE TABLE IF NOT EXISTS lake.planshift_exports (host VARCHAR NOT NULL, "
     '"table" VARCHAR NOT NULL, day DATE, signature VARCHAR NOT NULL)'
 )
 _OWNERS = (
@@ -129,7 +129,8 @@ def _claim(con: Any, host: str, owner: tuple[str, str, str]) -> None:
     ).fetchone()
     if found is None:
         con.execute(
-            "INSERT INTO lake.planshift_owners VALUES (?, ?, ?, ?, now()::TIMESTAMP)", [host, *owner]
+            "INSERT INTO lake.planshift_owners VALUES (?, ?, ?, ?, now()::TIMESTAMP)",
+            [host, *owner],
         )
     elif found[0] != owner[0]:
         raise PlanshiftError(
@@ -154,7 +155,7 @@ def _export_table(con: Any, table: str, host: str) -> int:
     for part_day in stale:
         con.execute(
             f'DELETE FROM lake."{table}" WHERE lake_host = ?'
-            + (f' AND {_same_day(part_day, "lake_day")}' if dated(table) else ""),
+            + (f" AND {_same_day(part_day, 'lake_day')}" if dated(table) else ""),
             [host] + ([part_day] if part_day is not None and dated(table) else []),
         )
         con.execute(

@@ -54,8 +54,12 @@ def store_fleet_source(con: Any) -> None:
         "FROM observations o JOIN targets t USING (target_id) "
         "LEFT JOIN log_entries e USING (observation_id) WHERE t.source = 'log'"
     )
-    con.execute("CREATE TEMP VIEW fleet_plans AS SELECT fingerprint, signature, plan_json FROM plans")
-    con.execute("CREATE TEMP VIEW fleet_queries AS SELECT query_key, name, sql, queryid FROM queries")
+    con.execute(
+        "CREATE TEMP VIEW fleet_plans AS SELECT fingerprint, signature, plan_json FROM plans"
+    )
+    con.execute(
+        "CREATE TEMP VIEW fleet_queries AS SELECT query_key, name, sql, queryid FROM queries"
+    )
 
 
 def latest_time(con: Any) -> datetime | None:
@@ -97,7 +101,9 @@ def fleet_rows(
         "SELECT fingerprint, signature, plan_json::VARCHAR FROM fleet_plans "
         "WHERE fingerprint IN (SELECT DISTINCT fingerprint FROM fleet_rows)"
     ).fetchall()
-    con.execute("CREATE TEMP TABLE plan_kinds (fingerprint VARCHAR, signature VARCHAR, generic BOOLEAN)")
+    con.execute(
+        "CREATE TEMP TABLE plan_kinds (fingerprint VARCHAR, signature VARCHAR, generic BOOLEAN)"
+    )
     if plans:
         columns = list(zip(*plans, strict=True))
         generic = [parse_plan(document).generic for document in columns[2]]

@@ -37,7 +37,9 @@ from detector.store.locking import WaitCallback, print_wait, store_wait, wal_of
 from detector.store.schema import user_tables
 
 ID_COLUMNS = ("run_id", "target_id", "observation_id", "snapshot_id", "comparison_id", "file_id")
-ID_STRIDE = 10**9  # host number * stride + the host store's id: unique across hosts (run 2000000001)
+ID_STRIDE = (
+    10**9
+)  # host number * stride + the host store's id: unique across hosts (run 2000000001)
 # tables partitioned by day (the column their day comes from; log_entries: their execution's)
 BY_DAY = {"observations": "collected_at", "log_events": "logged_at", "pgss_snapshots": "taken_at"}
 HOST_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,127}")
@@ -84,7 +86,9 @@ def export_host(
         counts = {}
         for table in tables:
             if table not in base:  # a view posing as a store table: never run it
-                raise PlanshiftError(f"{store_path}: {table} is not a table", "export a planshift store")
+                raise PlanshiftError(
+                    f"{store_path}: {table} is not a table", "export a planshift store"
+                )
             counts[table] = _export_table(con, lake, table, host)
     return counts
 
@@ -136,7 +140,11 @@ def _day_source(table: str) -> tuple[str, str, str]:
     file: log_entries take the day of their execution, and one query's rows lie together."""
     if table == "log_entries":
         joined = 'src."log_entries" t LEFT JOIN src.observations o USING (observation_id)'
-        return joined, "strftime(o.collected_at, '%Y-%m-%d')", " ORDER BY o.query_key, o.collected_at"
+        return (
+            joined,
+            "strftime(o.collected_at, '%Y-%m-%d')",
+            " ORDER BY o.query_key, o.collected_at",
+        )
     source = f'src."{table}" t'
     if table in BY_DAY:
         order = " ORDER BY t.query_key, t.collected_at" if table == "observations" else ""
@@ -147,7 +155,9 @@ def _day_source(table: str) -> tuple[str, str, str]:
 def lake_hosts(lake: Path) -> list[str]:
     runs = lake / "runs"
     if not runs.is_dir():
-        raise PlanshiftError(f"{lake} is not a planshift lake (no runs/)", "ingest with --lake first")
+        raise PlanshiftError(
+            f"{lake} is not a planshift lake (no runs/)", "ingest with --lake first"
+        )
     return sorted(p.name.removeprefix("host=") for p in runs.glob("host=*") if p.is_dir())
 
 
@@ -170,7 +180,8 @@ def materialize(
     missing = sorted(set(hosts) - set(known))
     if missing:
         raise PlanshiftError(
-            f"no host {', '.join(missing)} in {lake}", f"hosts in the lake: {', '.join(known) or 'none'}"
+            f"no host {', '.join(missing)} in {lake}",
+            f"hosts in the lake: {', '.join(known) or 'none'}",
         )
     chosen = [h for h in known if not hosts or h in hosts]
     with Store(into) as store:
@@ -179,7 +190,9 @@ def materialize(
     with lake_connection([lake, into.parent], [into, wal]) as con:
         attach_store(con, into, "dst", read_only=False, wait=0)
         con.execute("CREATE TEMP TABLE lake_hosts (host VARCHAR, host_no BIGINT)")
-        con.executemany("INSERT INTO lake_hosts VALUES (?, ?)", [[h, known.index(h) + 1] for h in chosen])
+        con.executemany(
+            "INSERT INTO lake_hosts VALUES (?, ?)", [[h, known.index(h) + 1] for h in chosen]
+        )
         only = _only_queries(query_keys)
         for table in sorted(tables, key=lambda name: name != "observations"):
             files = vetted(con, lake, table, table_files(lake, table, chosen, since, until), notes)
@@ -269,9 +282,10 @@ def _wanted(relative: Path, hosts: Sequence[str], since: date | None, until: dat
     day = parts.get("day")
     if day is None:
         return True
-    return (since is None or day >= since.isoformat()) and (until is None or day <= until.isoformat())
+    return (since is None or day >= since.isoformat()) and (
+        until is None or day <= until.isoformat()
+    )
 
 
 def _sql_path(path: Path) -> str:
     return str(path).replace("'", "''")
-

@@ -123,12 +123,19 @@ class ParquetLake:
         missing = sorted(set(hosts) - set(known))
         if missing:
             raise PlanshiftError(
-                f"no host {', '.join(missing)} in {self.name}", f"hosts in the lake: {', '.join(known) or 'none'}"
+                f"no host {', '.join(missing)} in {self.name}",
+                f"hosts in the lake: {', '.join(known) or 'none'}",
             )
         chosen = [h for h in known if not hosts or h in hosts]
         host = r"regexp_extract(filename, '/host=([^/]+)/', 1)"
         files = {
-            t: vetted(con, self.root, t, parquet.table_files(self.root, t, chosen, since, until), print_wait)
+            t: vetted(
+                con,
+                self.root,
+                t,
+                parquet.table_files(self.root, t, chosen, since, until),
+                print_wait,
+            )
             for t in ("observations", "targets", "plans", "queries", "log_entries")
         }
         if not all(files[t] for t in ("observations", "targets", "plans", "queries")):
@@ -137,7 +144,9 @@ class ParquetLake:
                 "query_key VARCHAR, fingerprint VARCHAR, duration_ms DOUBLE, total_cost DOUBLE, "
                 "collected_at TIMESTAMP, generic BOOLEAN)"
             )
-            con.execute("CREATE TEMP TABLE fleet_plans (fingerprint VARCHAR, signature VARCHAR, plan_json VARCHAR)")
+            con.execute(
+                "CREATE TEMP TABLE fleet_plans (fingerprint VARCHAR, signature VARCHAR, plan_json VARCHAR)"
+            )
             con.execute(
                 "CREATE TEMP TABLE fleet_queries (query_key VARCHAR, name VARCHAR, sql VARCHAR, queryid BIGINT)"
             )
@@ -171,7 +180,9 @@ def _entry_modes(con: Any, files: Sequence[str], host: str) -> str:
     if not files:
         return none
     read = f"read_parquet({_list(files)}, filename = true, union_by_name = true)"
-    if "generic" not in {row[0] for row in con.execute(f"DESCRIBE SELECT * FROM {read}").fetchall()}:
+    if "generic" not in {
+        row[0] for row in con.execute(f"DESCRIBE SELECT * FROM {read}").fetchall()
+    }:
         return none
     return f"SELECT {host} AS host, observation_id, generic FROM {read}"
 

@@ -104,7 +104,14 @@ class StoreResultsMixin(StoreBase):
         ).fetchall()
         return [
             Finding(
-                code, name, Severity(severity), key, query_name, message, json.loads(evidence), point
+                code,
+                name,
+                Severity(severity),
+                key,
+                query_name,
+                message,
+                json.loads(evidence),
+                point,
             )
             for code, name, severity, key, query_name, message, evidence, point in rows
         ]

@@ -60,8 +60,7 @@ def readme_tables() -> str:
     _, con = current_schema()
     with con:
         rows = con.execute(
-            "SELECT table_name, comment FROM duckdb_tables() WHERE NOT internal "
-            "ORDER BY table_name"
+            "SELECT table_name, comment FROM duckdb_tables() WHERE NOT internal ORDER BY table_name"
         ).fetchall()
     lines = ["| table | what it holds |", "|---|---|"]
     lines += [f"| `{table}` | {(comment or '').replace('|', '/')} |" for table, comment in rows]

@@ -87,9 +87,7 @@ def write_approvals(path: Path, plans: Iterable[ApprovedPlan], *, update: bool) 
                 f"{path} already exists",
                 "`planshift approve --update` accepts the current plans (review the diff)",
             )
-        old = {
-            (key, fp) for key, fps in read_approvals(path).items() for fp in fps
-        }
+        old = {(key, fp) for key, fps in read_approvals(path).items() for fp in fps}
     path.write_text(render_approvals(new))
     current = {(approval_key(p.query, p.point), p.fingerprint) for p in new}
     return len(current - old), len(old - current)

@@ -173,7 +173,9 @@ def _compare(
     comparisons, failed = with_failures(store, baseline, candidate, comparisons, options)
     findings = apply_rules(comparisons, options, failed)
     if options.busy_host == "fail":
-        findings = [replace(f, severity=Severity.ERROR) if f.code == "PS203" else f for f in findings]
+        findings = [
+            replace(f, severity=Severity.ERROR) if f.code == "PS203" else f for f in findings
+        ]
     kept, suppressed = split_suppressed(findings, options.suppressions)
     return ComparisonResult(
         baseline=baseline.name,
@@ -220,10 +222,7 @@ def compared(
             points,
             repeat(None)
             if approved is None
-            else [
-                approved.get(approval_key(pair.query_name, pair.point), {})
-                for pair in pairs
-            ],
+            else [approved.get(approval_key(pair.query_name, pair.point), {}) for pair in pairs],
             [tested.get(attribution_key(k, p)) for k, p in zip(keys, points, strict=True)]
             if tested
             else repeat(None),

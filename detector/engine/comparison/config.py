@@ -56,7 +56,9 @@ class Suppression:
     reason: str
 
     def matches(self, query_name: str, code: str, name: str) -> bool:
-        return self.query == query_name and (not self.rules or code in self.rules or name in self.rules)
+        return self.query == query_name and (
+            not self.rules or code in self.rules or name in self.rules
+        )
 
 
 @dataclass(frozen=True)
@@ -161,7 +163,9 @@ def parse_config(path: Path, data: Mapping[str, Any]) -> Config:
         approved=base / str(approved) if approved else None,
         store=base / str(store) if store else None,
         rule_options={str(k): dict(v) for k, v in rules.items()},
-        suppressions=tuple(_suppression(fail, i, raw) for i, raw in enumerate(data.get("suppress", []))),
+        suppressions=tuple(
+            _suppression(fail, i, raw) for i, raw in enumerate(data.get("suppress", []))
+        ),
         busy_host=busy_host,
     )
 
@@ -198,7 +202,9 @@ def _suppression(fail: Any, index: int, raw: Any) -> Suppression:
     if not isinstance(query, str) or not query:
         raise fail(f"{key}.query", "missing: the query name the suppression applies to")
     if not isinstance(reason, str) or not reason.strip():
-        raise fail(f"{key}.reason", "every suppression needs a reason", "say why this is acceptable")
+        raise fail(
+            f"{key}.reason", "every suppression needs a reason", "say why this is acceptable"
+        )
     if not isinstance(rules, list) or not all(isinstance(r, str) for r in rules):
         raise fail(f"{key}.rules", "expected a list of rule codes or names")
     return Suppression(query=query, rules=tuple(rules), reason=reason.strip())

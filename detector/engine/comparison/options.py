@@ -25,4 +25,6 @@ class CompareOptions:
     # the lock file: `query [point]` -> approved fingerprint -> signature
     approved: Mapping[str, Mapping[str, str]] | None = None
     suppressions: tuple[Suppression, ...] = ()
-    busy_host: str = "warn"  # what verdicts a busy host put at risk become (engine/comparison/conditions.py)
+    busy_host: str = (
+        "warn"  # what verdicts a busy host put at risk become (engine/comparison/conditions.py)
+    )

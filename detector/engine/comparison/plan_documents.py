@@ -54,7 +54,9 @@ def side_of(
         median = statistics.median(durations) if durations and len(documents) == 1 else None
         shared = float(plan.buffers_total().shared_total)
         variants.append(
-            PlanVariant(fingerprint(plan), signature(plan), plan, count, median, plan.total_cost, shared)
+            PlanVariant(
+                fingerprint(plan), signature(plan), plan, count, median, plan.total_cost, shared
+            )
         )
     variants.sort(key=lambda v: (-v.samples, v.fingerprint))
     return Side(
