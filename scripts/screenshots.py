@@ -33,7 +33,7 @@ from detector.jobs.census import census_from_store  # noqa: E402
 from detector.jobs.compare import compare_from_store  # noqa: E402
 from detector.model import Severity  # noqa: E402
 from detector.reports import render  # noqa: E402
-from detector.reports.census_html import render_census_html  # noqa: E402
+from detector.reports.census.html import render_census_html  # noqa: E402
 from detector.reports.common import by_importance  # noqa: E402
 
 DEMO_STORE = ROOT / "examples" / "demo" / "demo.duckdb"

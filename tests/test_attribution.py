@@ -9,7 +9,7 @@ from helpers import run_and_compare
 
 from collectors.runner import RunOptions
 from detector.jobs.demo import DEMO_WORKLOAD
-from detector.reports.json_report import to_document
+from detector.reports.comparison.json_report import to_document
 
 
 def test_of_three_differing_settings_the_one_that_moves_the_plan_is_named(

@@ -18,8 +18,8 @@ from detector.model import Plan, Severity, parse_plan
 from detector.model.units import fmt_ms
 from detector.reports import FORMATS, OutputSpec, format_for_path, gate_severity, resolve_outputs
 from detector.reports.common import findings_by_query, fmt_number, slug
-from detector.reports.github import escape_data, escape_property
-from detector.reports.plan_diff import align, q_error
+from detector.reports.comparison.github import escape_data, escape_property
+from detector.reports.comparison.plan_diff import align, q_error
 
 ROOT = Path(__file__).resolve().parent.parent
 PLANS = ROOT / "tests" / "fixtures" / "plans" / "pg15"
@@ -189,7 +189,7 @@ def test_github_escaping() -> None:
 
 def test_census_heat_map_page_from_planshift_census() -> None:
     from detector.engine.census import build_census
-    from detector.reports.census_html import grid_from_census, render_census_html
+    from detector.reports.census.html import grid_from_census, render_census_html
     from detector.store import Store
 
     with Store(STORE, read_only=True) as store:

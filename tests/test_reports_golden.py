@@ -163,8 +163,8 @@ def test_html_and_markdown_lead_with_what_matters(results: dict[str, ComparisonR
     import re
 
     from detector.reports.common import by_importance, worst_severities
-    from detector.reports.html import render_html
-    from detector.reports.html_query import anchor
+    from detector.reports.comparison.html import render_html
+    from detector.reports.comparison.html_query import anchor
 
     result = results["gate"]
     order = by_importance(result)

@@ -105,7 +105,7 @@ def test_chromium_renders_the_report(dom: Element) -> None:
 
 def test_queries_are_in_order_of_importance(dom: Element, result: ComparisonResult) -> None:
     from detector.reports.common import by_importance, is_quiet
-    from detector.reports.html_query import anchor
+    from detector.reports.comparison.html_query import anchor
 
     shown = [block.attrs["id"] for block in _blocks(dom)]
     assert shown == [anchor(result.queries[i]) for i in by_importance(result)]
@@ -123,8 +123,8 @@ def test_queries_are_in_order_of_importance(dom: Element, result: ComparisonResu
 def test_plan_diff_rows_conditions_and_actuals(dom: Element, result: ComparisonResult) -> None:
     from detector.model.units import fmt_count
     from detector.reports.common import condition_text
-    from detector.reports.html_plan import side_conditions
-    from detector.reports.plan_diff import align, node_totals
+    from detector.reports.comparison.html_plan import side_conditions
+    from detector.reports.comparison.plan_diff import align, node_totals
 
     blocks = _blocks(dom)
     for index, query in enumerate(result.queries):
@@ -268,7 +268,7 @@ def test_chromium_renders_the_census_page(tmp_path: Path) -> None:
     from detector.engine.comparison.options import CompareOptions
     from detector.jobs.census import census_from_store
     from detector.jobs.compare import compare_from_store
-    from detector.reports.census_html import render_census_html
+    from detector.reports.census.html import render_census_html
 
     censuses = census_from_store(STORE, None, None, [])
     page = tmp_path / "census.html"

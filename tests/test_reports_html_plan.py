@@ -12,9 +12,9 @@ import pytest
 
 from detector.model import Plan, parse_plan
 from detector.model.fingerprint import fingerprint, node_label, signature
-from detector.reports.html_plan_diagram import ShapeTree, parse_signature
-from detector.reports.html_plan_json import explain_json
-from detector.reports.plan_diff import node_totals, q_error
+from detector.reports.comparison.html_plan_diagram import ShapeTree, parse_signature
+from detector.reports.comparison.html_plan_json import explain_json
+from detector.reports.comparison.plan_diff import node_totals, q_error
 
 PLANS = sorted((Path(__file__).resolve().parent / "fixtures" / "plans").glob("pg1*/*.json"))
 
@@ -176,8 +176,8 @@ def test_the_plan_diff_marks_what_differs_between_matched_nodes() -> None:
     """Index scan -> bitmap scan of the same range: the scan rows match, and the index scan's
     Index Cond and the bitmap heap scan's Recheck Cond and heap blocks are marked as changed."""
     from detector.model.plan_details import node_details
-    from detector.reports.html_plan import _cell
-    from detector.reports.plan_diff import align
+    from detector.reports.comparison.html_plan import _cell
+    from detector.reports.comparison.plan_diff import align
 
     index, bitmap = _from_text("range_index_scan"), _from_text("range_bitmap_scan")
     rows = align(index, bitmap)

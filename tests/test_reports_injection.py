@@ -28,8 +28,8 @@ from detector.jobs.census import census_from_store
 from detector.jobs.compare import compare_from_store
 from detector.model import ComparisonResult, Severity
 from detector.reports import FORMATS, render, render_terminal_text
-from detector.reports.census_html import render_census_html
-from detector.reports.census_terminal import render_census
+from detector.reports.census.html import render_census_html
+from detector.reports.census.terminal import render_census
 from detector.reports.escape import (
     for_xml,
     markdown_code,

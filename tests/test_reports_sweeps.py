@@ -13,8 +13,8 @@ from chromium import DevTools, needs_chromium
 from helpers import COMMITTED
 
 from detector.engine.sweeps import SideSeries, SweepAnalysis, crossings
-from detector.reports.charts import CHAR, label_rows
-from detector.reports.sweeps import caption
+from detector.reports.comparison.charts import CHAR, label_rows
+from detector.reports.comparison.sweeps import caption
 
 
 def _analysis(costs: tuple[tuple[float, ...], tuple[float, ...]],

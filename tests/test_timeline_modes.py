@@ -20,7 +20,7 @@ from detector.engine.timeline.build import build_timeline
 from detector.errors import PlanshiftError
 from detector.model import ComparisonResult, Verdict
 from detector.reports.common import is_quiet
-from detector.reports.terminal import render_terminal
+from detector.reports.comparison.terminal import render_terminal
 from detector.store import Store, TargetRecord
 
 LOGS = Path(__file__).resolve().parent / "fixtures" / "logs"

@@ -40,8 +40,8 @@ def census(
 ) -> None:
     """Plan-shape census: samples per plan shape for every target and sweep point, and switch points."""
     from detector.jobs.census import census_from_store
-    from detector.reports.census_json import census_document
-    from detector.reports.census_terminal import render_census
+    from detector.reports.census.json_doc import census_document
+    from detector.reports.census.terminal import render_census
 
     as_json = check_format(output_format)
     with user_errors():
@@ -51,7 +51,7 @@ def census(
     else:
         render_census(censuses, out)
     if output is not None:
-        from detector.reports.census_html import render_census_html
+        from detector.reports.census.html import render_census_html
 
         output.write_text(render_census_html(censuses))
         err.print(f"census page written to {output}", markup=False)

@@ -81,7 +81,8 @@ def ingest(
     log_format: Annotated[
         str | None,
         typer.Option(
-            "--format", help="stderr, csvlog, jsonlog, rds, cnpg or cloudsql (default: detect)."
+            "--format",
+            help="stderr, csvlog, jsonlog, rds, cnpg, cloudsql or syslog (default: detect).",
         ),
     ] = None,
     log_timezone: Annotated[
@@ -204,8 +205,8 @@ def timeline(
     from detector.jobs.lake import store_or_lake
     from detector.jobs.timeline import show_timeline
     from detector.jobs.top import show_top
-    from detector.reports.timeline_json import timeline_document
-    from detector.reports.timeline_top import top_document
+    from detector.reports.timeline.json_doc import timeline_document
+    from detector.reports.timeline.top import top_document
 
     as_json = check_format(output_format)
     console = discard() if as_json else out

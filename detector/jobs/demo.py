@@ -11,8 +11,8 @@ from detector.errors import PlanshiftError
 from detector.jobs.compare import compare_from_store
 from detector.jobs.run import execute_run
 from detector.jobs.workload import load_workload
+from detector.reports.comparison.terminal import render_terminal
 from detector.reports.escape import single_line
-from detector.reports.terminal import render_terminal
 
 # a symlink to examples/demo/workload.toml in a checkout, the file itself in a wheel
 DEMO_WORKLOAD = Path(__file__).resolve().parent / "demo_workload.toml"

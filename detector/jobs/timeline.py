@@ -28,7 +28,7 @@ def show_timeline(
 ) -> list[QueryTimeline]:
     """Print each query's plan segments and flips, with pg_stat_statements around them."""
     from detector.engine.timeline.build import build_timeline, parse_time, store_pgss_deltas
-    from detector.reports.timeline_terminal import render_timeline
+    from detector.reports.timeline.terminal import render_timeline
 
     if not store_path.exists():
         raise PlanshiftError(f"store {store_path} does not exist", "run `planshift ingest` first")

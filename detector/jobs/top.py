@@ -27,7 +27,7 @@ def show_top(
     """Print the window's top queries from the logs and from pg_stat_statements deltas."""
     from detector.engine.timeline.build import parse_time, store_pgss_deltas
     from detector.engine.timeline.top import TopQueries, check_order, top_from_logs, top_from_pgss
-    from detector.reports.timeline_top import render_top
+    from detector.reports.timeline.top import render_top
 
     check_order(order)
     if not store_path.exists():

@@ -1,7 +1,7 @@
 """Report formats for `planshift compare`: a registry of reporters and where their output goes.
 
 Every format renders a ComparisonResult to text: `render("markdown", result, fail_on=...)`.
-`terminal` is the rich report (detector.reports.terminal) rendered without colour; on a
+`terminal` is the rich report (detector.reports.comparison.terminal) rendered without colour; on a
 terminal the CLI prints it through its own console instead. Reporters are imported lazily, so
 asking for `json` never imports the HTML templates.
 
@@ -58,8 +58,8 @@ class LazyReporter:
 
 def render_terminal_text(result: ComparisonResult, *, fail_on: Severity | None) -> str:
     """The terminal report as plain text (every query shown: a file is a record)."""
+    from detector.reports.comparison.terminal import render_terminal
     from detector.reports.consoles import make_console
-    from detector.reports.terminal import render_terminal
 
     buffer = io.StringIO()
     render_terminal(result, make_console(file=buffer), verbose=True)
@@ -68,7 +68,7 @@ def render_terminal_text(result: ComparisonResult, *, fail_on: Severity | None) 
 
 
 def render_json_text(result: ComparisonResult, *, fail_on: Severity | None) -> str:
-    from detector.reports.json_report import render_json
+    from detector.reports.comparison.json_report import render_json
 
     return render_json(result)
 
@@ -77,10 +77,20 @@ _PACKAGE = "detector.reports"
 _REPORTERS = (
     ("terminal", (".txt",), "the console report", ":render_terminal_text"),
     ("json", (".json",), "versioned JSON (schema: report-v1.schema.json)", ":render_json_text"),
-    ("markdown", (".md", ".markdown"), "a pull-request comment", ".markdown:render_markdown"),
-    ("junit", (".xml",), "JUnit XML, one test case per query", ".junit:render_junit"),
-    ("github", (), "GitHub Actions annotations (::error ...)", ".github:render_github"),
-    ("html", (".html", ".htm"), "one offline HTML file: charts, plan diffs", ".html:render_html"),
+    (
+        "markdown",
+        (".md", ".markdown"),
+        "a pull-request comment",
+        ".comparison.markdown:render_markdown",
+    ),
+    ("junit", (".xml",), "JUnit XML, one test case per query", ".comparison.junit:render_junit"),
+    ("github", (), "GitHub Actions annotations (::error ...)", ".comparison.github:render_github"),
+    (
+        "html",
+        (".html", ".htm"),
+        "one offline HTML file: charts, plan diffs",
+        ".comparison.html:render_html",
+    ),
 )
 FORMATS: dict[str, Reporter] = {
     name: LazyReporter(name, extensions, summary, _PACKAGE + target)
@@ -171,7 +181,7 @@ def write_reports(
     """Render each requested output; the terminal format on stdout goes through `console`."""
     for spec in specs:
         if spec.path is None and spec.format == "terminal":
-            from detector.reports.terminal import render_terminal
+            from detector.reports.comparison.terminal import render_terminal
 
             render_terminal(result, console, verbose=verbose)
             continue

@@ -15,8 +15,8 @@ from detector.model import ComparisonResult, Finding, QueryComparison, Severity,
 from detector.model.build import describe
 from detector.model.units import counted, fmt_version
 from detector.model.workload import TIMING_MODES
+from detector.reports.comparison.host_lines import host_lines
 from detector.reports.escape import single_line
-from detector.reports.host_lines import host_lines
 
 
 def fmt_number(value: float) -> str:

@@ -9,7 +9,7 @@ from detector.engine.census import comparison_switches
 from detector.model import ComparisonResult, PlanVariant, QueryComparison, Side, TimingStats
 from detector.model.failures import side_summary
 from detector.reports.common import method_lines
-from detector.reports.timeline_json import event_document
+from detector.reports.timeline.json_doc import event_document
 from detector.version import __version__
 
 FORMAT_VERSION = 1

@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 from detector.engine.sweeps import SweepAnalysis, SweepGroup
 from detector.model import QueryComparison
 from detector.model.units import fmt_ms
-from detector.reports.chart_axes import Scale, bounds, spread
 from detector.reports.common import fmt_number, fmt_tick
+from detector.reports.comparison.chart_axes import Scale, bounds, spread
 
 TONES = ("base", "cand")  # the sides' colours (report.css: svg.chart .base, .cand)
 SHAPES = ("circle", "square", "triangle", "diamond", "down", "plus", "cross", "star")

@@ -18,14 +18,13 @@ from detector.engine.census import Switch
 from detector.engine.comparison.plan_mix import mix_text
 from detector.engine.sweeps import SweepGroup, analyze, cost_settings_differ, sweep_groups
 from detector.model import ComparisonResult, Finding, QueryComparison, Severity
-from detector.reports.census_html import (
+from detector.reports.census.html import (
     DIAGRAM_NOTE,
     Diagram,
     diagram,
     grid_from_sweep,
     shape_letters,
 )
-from detector.reports.charts import Chart, sweep_chart
 from detector.reports.common import (
     by_importance,
     condition_lines,
@@ -45,14 +44,15 @@ from detector.reports.common import (
     verdict_summary,
     worst_severities,
 )
-from detector.reports.events import EventRow, between, timeline
-from detector.reports.host_lines import host_lines
+from detector.reports.comparison.charts import Chart, sweep_chart
+from detector.reports.comparison.events import EventRow, between, timeline
+from detector.reports.comparison.host_lines import host_lines
+from detector.reports.comparison.html_plan import LEGEND, Q_ERROR_MARK
+from detector.reports.comparison.html_plan_json import PlanDocuments
+from detector.reports.comparison.html_query import QueryView, anchor, query_view
+from detector.reports.comparison.notes import data_lines, failed_errors
+from detector.reports.comparison.sweeps import caption
 from detector.reports.html_env import pack, render_fragment, render_page
-from detector.reports.html_plan import LEGEND, Q_ERROR_MARK
-from detector.reports.html_plan_json import PlanDocuments
-from detector.reports.html_query import QueryView, anchor, query_view
-from detector.reports.notes import data_lines, failed_errors
-from detector.reports.sweeps import caption
 
 TOP_FINDINGS = 25
 OPEN_BLOCKS = 6  # query blocks expanded when the page opens, most important first

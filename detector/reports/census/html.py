@@ -16,8 +16,7 @@ from dataclasses import dataclass
 from detector.engine.census import QueryCensus, _letter
 from detector.engine.sweeps import SweepGroup
 from detector.reports.common import fmt_tick
-from detector.reports.html_env import render_page
-from detector.reports.html_plan_diagram import (
+from detector.reports.comparison.html_plan_diagram import (
     CHAR_WIDTH,
     DrawnNode,
     parse_signature,
@@ -26,6 +25,7 @@ from detector.reports.html_plan_diagram import (
     tree_nodes,
     tree_size,
 )
+from detector.reports.html_env import render_page
 
 
 @dataclass(frozen=True)

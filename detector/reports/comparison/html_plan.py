@@ -16,8 +16,8 @@ from detector.model.plan import normalized_cost
 from detector.model.plan_details import NodeDetails, node_details
 from detector.model.units import fmt_count, fmt_ms, fmt_version
 from detector.reports.common import condition_text
-from detector.reports.html_plan_json import PlanControls, PlanDocuments
-from detector.reports.plan_diff import DiffRow, FlatNode, align, node_totals, q_error
+from detector.reports.comparison.html_plan_json import PlanControls, PlanDocuments
+from detector.reports.comparison.plan_diff import DiffRow, FlatNode, align, node_totals, q_error
 
 Q_ERROR_MARK = 10.0  # estimated vs actual rows off by this factor or more are marked
 SETTINGS_SHOWN = 6  # settings that differ named in a side's heading; the rest are counted

@@ -9,7 +9,7 @@ from rich.console import Console
 from detector.engine.timeline.build import QueryTimeline, clock
 from detector.model.comparison import WindowEvent
 from detector.model.units import fmt_ms
-from detector.reports.events import event_rows
+from detector.reports.comparison.events import event_rows
 
 
 def render_timeline(timeline: QueryTimeline, console: Console) -> None:

@@ -8,10 +8,10 @@ from dataclasses import dataclass
 
 from detector.engine.comparison.plan_mix import mix_text
 from detector.model import ComparisonResult, Finding, PlanVariant, QueryComparison, Side
-from detector.reports.charts import Chart, cdf_chart
 from detector.reports.common import is_quiet, slug
-from detector.reports.html_plan import PlanDiffView, plan_diff
-from detector.reports.html_plan_json import PlanControls, PlanDocuments
+from detector.reports.comparison.charts import Chart, cdf_chart
+from detector.reports.comparison.html_plan import PlanDiffView, plan_diff
+from detector.reports.comparison.html_plan_json import PlanControls, PlanDocuments
 
 
 def anchor(query: QueryComparison) -> str:

@@ -28,14 +28,14 @@ from detector.reports.common import (
     verdict_summary,
     worst_severities,
 )
+from detector.reports.comparison.events import EventRow, between, timeline
+from detector.reports.comparison.notes import data_lines, failed_errors
 from detector.reports.escape import (
     markdown_code,
     markdown_code_span,
     markdown_inline,
     single_line,
 )
-from detector.reports.events import EventRow, between, timeline
-from detector.reports.notes import data_lines, failed_errors
 
 MARKER = "<!-- planshift-report -->"
 MAX_DETAILS = 40  # GitHub comments stop at 65536 characters

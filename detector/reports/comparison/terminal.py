@@ -21,9 +21,9 @@ from detector.reports.common import (
     production_lines,
     settings_text,
 )
+from detector.reports.comparison.notes import data_lines, failed_errors
 from detector.reports.escape import for_markup, single_line
-from detector.reports.notes import data_lines, failed_errors
-from detector.reports.timeline_terminal import event_lines
+from detector.reports.timeline.terminal import event_lines
 
 SEVERITY_STYLE = {Severity.ERROR: "bold red", Severity.WARNING: "yellow", Severity.INFO: "cyan"}
 VERDICT_STYLE = {

@@ -1,0 +1,1 @@
+"""The postmortem view: timelines and top queries in the terminal and as JSON."""
