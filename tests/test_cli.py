@@ -165,7 +165,9 @@ def test_interrupting_a_run_stops_its_clusters(tmp_path: Path, signum: int) -> N
     assert line, "the demo ended before measuring"
     clusters = Path(tempfile.gettempdir()) / "planshift-clusters"
     owned = [
-        d for d in clusters.iterdir() if (d / "owner.pid").read_text().strip() == str(process.pid)
+        d
+        for d in clusters.iterdir()
+        if (d / "owner.pid").is_file() and (d / "owner.pid").read_text().strip() == str(process.pid)
     ]
     assert owned, "the run's cluster exists while it runs"
     process.send_signal(signum)
