@@ -196,7 +196,7 @@ class LogIngest:
         paths = sorted({str(path) for target in same for path in target.info.get("files") or ()})
         self.duplicates = Duplicates(store, ids, paths)
         self.parser = BatchParser(self.run_id, target_id, options.anonymize)
-        self.column_types = store.log_column_types()
+        self.column_kinds = store.log_column_kinds()
 
     def ingest(self, path: Path, progress: Progress | None = None) -> FileReport:
         """Read one file from where its ledger row says, storing batch by batch."""
@@ -284,7 +284,7 @@ class LogIngest:
             self.target_id,
             position.high_offset,
             position.pending_starts,
-            self.column_types,
+            self.column_kinds,
             self.options.anonymize,
             None if compressed else str(path.resolve()),
             file_key(stream) if not compressed else (0, 0),
@@ -299,7 +299,7 @@ class LogIngest:
         if parsed is None:
             parsed = self.parser.parse(batch.entries)
         columns, repeated = self.duplicates.drop_repeated(
-            parsed.to_columns(self.column_types), str(path), file_id
+            parsed.to_columns(self.column_kinds), str(path), file_id
         )
         self.ambiguous.update(parsed.ambiguous)
         columns.unlabel(self.ambiguous)  # a worker that saw one text labels them still

@@ -42,7 +42,7 @@ from collectors.logs.redact import scrub_plan_json
 from collectors.logs.templates import Template
 from detector.errors import PlanshiftError
 from detector.model import Observation, normalized_cost
-from detector.model.log_rows import LogBatchColumns, LogEntryInfo, log_batch_columns
+from detector.model.log_rows import ColumnKind, LogBatchColumns, LogEntryInfo, log_batch_columns
 from detector.model.records import to_utc_naive, utc_now
 from detector.model.rows import NewPlan, observation_rows
 
@@ -59,10 +59,10 @@ class ParsedBatch:
     ambiguous: list[int] = field(default_factory=list)  # queryids now seen with two texts
     columns: LogBatchColumns | None = None  # rows and infos, once `to_columns` ran
 
-    def to_columns(self, types: Mapping[str, str]) -> LogBatchColumns:
-        """Rows and infos as numpy columns (`Store.log_column_types` gives `types`)."""
+    def to_columns(self, kinds: Mapping[str, ColumnKind]) -> LogBatchColumns:
+        """Rows and infos as numpy columns (the sink's `log_column_kinds` gives `kinds`)."""
         if self.columns is None:
-            self.columns = log_batch_columns(self.rows, self.infos, types)
+            self.columns = log_batch_columns(self.rows, self.infos, kinds)
             self.rows, self.infos = [], []
         return self.columns
 

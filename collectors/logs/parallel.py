@@ -42,6 +42,7 @@ from collectors.logs.prefix import TimeParser
 from collectors.logs.processes import main_unseen, planshift_imported, start_worker
 from collectors.logs.registry import make_reader
 from detector.errors import PlanshiftError
+from detector.model.log_rows import ColumnKind
 
 CHUNK_BYTES = 8 << 20
 TAIL_SEARCH = 1 << 16  # where the last boundary of a chunk is looked for first
@@ -64,7 +65,7 @@ class ChunkSpec:
     target_id: int
     high_offset: int  # of an earlier ingest of this file: entries before it are stored
     pending_starts: frozenset[int]
-    column_types: dict[str, str]  # Store.log_column_types: rows leave the worker as columns
+    column_kinds: dict[str, ColumnKind]  # the sink's log_column_kinds: rows leave as columns
     anonymize: bool = False
     path: str | None = None  # a plain file, which the workers read their chunks from
     file_key: tuple[int, int] = (0, 0)  # its st_dev and st_ino: the file, not another at the path
@@ -109,7 +110,7 @@ def parse_with(
     )
     batch = reader.take_chunk(data)
     parsed = parser.parse(batch.entries)
-    parsed.to_columns(spec.column_types)
+    parsed.to_columns(spec.column_kinds)
     batch.entries = []
     open_at_end = bool(reader.open_entries())
     return ChunkResult(batch, parsed, open_at_end, reader.line, parser.take_learned())

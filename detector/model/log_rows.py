@@ -8,11 +8,14 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, NamedTuple
+from typing import Any, Literal, NamedTuple
 
 import numpy as np
 
 from detector.model.records import OBSERVATION_COLUMNS, ObservationRow
+
+# what a column holds, as a sink tells the collectors (the store maps its own types to these)
+ColumnKind = Literal["integer", "float", "timestamp", "other"]
 
 
 @dataclass(frozen=True)
@@ -99,10 +102,10 @@ class LogBatchColumns:
 
 
 def log_batch_columns(
-    rows: Sequence[Sequence[Any]], entries: Sequence[LogEntryInfo], types: Mapping[str, str]
+    rows: Sequence[Sequence[Any]], entries: Sequence[LogEntryInfo], kinds: Mapping[str, ColumnKind]
 ) -> LogBatchColumns:
     """`rows` (observations without observation_id) and their entries as numpy columns;
-    `types` maps column names to DuckDB types (`Store.log_column_types`)."""
+    `kinds` maps column names to what they hold (`Store.log_column_kinds`)."""
     if len(rows) != len(entries):
         raise ValueError("one LogEntryInfo per observation row")
     if not rows:
@@ -111,8 +114,8 @@ def log_batch_columns(
     observations = zip(names, zip(*rows, strict=True), strict=True)
     infos = zip(LogEntryInfo._fields, zip(*entries, strict=True), strict=True)
     return LogBatchColumns(
-        {name: _numpy_column(values, types[name]) for name, values in observations},
-        {name: _numpy_column(values, types[name]) for name, values in infos},
+        {name: _numpy_column(values, kinds[name]) for name, values in observations},
+        {name: _numpy_column(values, kinds[name]) for name, values in infos},
         len(rows),
     )
 
@@ -130,13 +133,13 @@ class LogObservationRow:
     generic: bool | None = None  # the plan-cache mode of the execution; None: not recorded
 
 
-def _numpy_column(values: Sequence[Any], data_type: str) -> Any:
+def _numpy_column(values: Sequence[Any], kind: ColumnKind) -> Any:
     has_null = None in values
-    if data_type in ("BIGINT", "INTEGER") and not has_null:
+    if kind == "integer" and not has_null:
         return np.array(values, dtype=np.int64)
-    if data_type == "DOUBLE" and not has_null:
+    if kind == "float" and not has_null:
         return np.array(values, dtype=np.float64)
-    if data_type == "TIMESTAMP" and not has_null:
+    if kind == "timestamp" and not has_null:
         return np.array(values, dtype="datetime64[us]")
     column = np.empty(len(values), dtype=object)
     column[:] = values

@@ -13,7 +13,7 @@ from typing import Any, Protocol
 
 from detector.model.failures import QueryFailure
 from detector.model.host import HostSample
-from detector.model.log_rows import LedgerUpdate, LogBatchColumns, LogFileRecord
+from detector.model.log_rows import ColumnKind, LedgerUpdate, LogBatchColumns, LogFileRecord
 from detector.model.observation import Observation
 from detector.model.records import QueryRecord, TargetRecord
 from detector.model.rows import NewPlan
@@ -70,7 +70,7 @@ class LogSink(Protocol):
 
     def targets(self, run_ids: Sequence[int] | None = None) -> Sequence[TargetRecord]: ...
 
-    def log_column_types(self) -> dict[str, str]: ...
+    def log_column_kinds(self) -> dict[str, ColumnKind]: ...
 
     def log_files(self) -> Sequence[LogFileRecord]: ...
 

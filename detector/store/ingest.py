@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from detector.model.log_rows import (
+    ColumnKind,
     LedgerUpdate,
     LogBatchColumns,
     LogEventRow,
@@ -36,6 +37,14 @@ _LEDGER_COLUMNS = (
     "file_id, path, format, compressed, head_len, head_sha256, resume_offset, resume_line, "
     "high_offset, pending_starts, entries, plans, problems"
 )
+
+
+_KINDS: dict[str, ColumnKind] = {
+    "BIGINT": "integer",
+    "INTEGER": "integer",
+    "DOUBLE": "float",
+    "TIMESTAMP": "timestamp",
+}
 
 
 class StoreIngestMixin(StoreBase):
@@ -115,9 +124,10 @@ class StoreIngestMixin(StoreBase):
             self._con.execute("DELETE FROM log_problems WHERE file_id = ?", [file_id])
             self._con.execute("DELETE FROM log_files WHERE file_id = ?", [file_id])
 
-    def log_column_types(self) -> dict[str, str]:
-        """DuckDB types of the observations and log_entries columns, for log_batch_columns."""
-        return {**self._types_of("observations"), **self._types_of("log_entries")}
+    def log_column_kinds(self) -> dict[str, ColumnKind]:
+        """What each column of observations and log_entries holds, for log_batch_columns."""
+        types = {**self._types_of("observations"), **self._types_of("log_entries")}
+        return {name: _KINDS.get(data_type, "other") for name, data_type in types.items()}
 
     def add_log_batch(
         self,
