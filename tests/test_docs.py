@@ -38,6 +38,9 @@ def test_readme_mentions_only_real_commands_and_all_of_them() -> None:
         assert f"planshift {command}" in README or f"make {command}" in README, command
 
 
+OPENING = "<!-- store-tables -->\n"
+
+
 def test_schema_sql_and_the_readme_store_table_are_what_the_migrations_create(
     tmp_path: Path,
 ) -> None:
@@ -45,9 +48,7 @@ def test_schema_sql_and_the_readme_store_table_are_what_the_migrations_create(
     else is (`make readme` rewrites them)."""
     schema = (ROOT / "detector" / "store" / "schema.sql").read_text()
     assert schema == schema_sql(), "detector/store/schema.sql is not current: run `make readme`"
-    block = README[
-        README.index("<!-- store-tables -->\n") + 22 : README.index("<!-- /store-tables")
-    ]
+    block = README[README.index(OPENING) + len(OPENING) : README.index("<!-- /store-tables")]
     assert block == readme_tables(), "the README's store table is not current: run `make readme`"
     Store(tmp_path / "s.duckdb").close()
     with duckdb.connect(str(tmp_path / "s.duckdb"), read_only=True) as conn:

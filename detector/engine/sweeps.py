@@ -1,5 +1,6 @@
 """What a sweep shows: each side's plan, cost and duration per point, where each side switches
-plans and where the two cross (the report's sweep page draws it, `reports/comparison/sweeps.py` words it).
+plans and where the two cross (the report's sweep page draws it, `reports/comparison/sweeps.py`
+words it).
 
 Seed 000: the planner switches plans where the estimated costs cross, the clock where the
 durations cross; between the two crossings the planner picks the slower plan. With two

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from detector.engine.fleet import FleetQuery, fleet_queries, log_sources
 from detector.engine.query_lookup import find_query_keys
-from detector.engine.timeline.build import parse_time
+from detector.engine.timeline.build import parse_time, parse_window
 from detector.errors import PlanshiftError
 from detector.store import Store
 from detector.store.ducklake_connect import is_ducklake
@@ -153,8 +153,7 @@ def _fleet(
 ) -> list[FleetQuery]:
     keys = find_query_keys(source_queries(con), query) if query is not None else None
     reference = latest_time(con) if _needs_reference(since, until) else None
-    start = parse_time(since, reference) if since else None
-    end = parse_time(until, reference) if until else None
+    start, end = parse_window(since, until, reference)
     return fleet_queries(fleet_rows(con, start, end, hosts, keys))
 
 

@@ -27,15 +27,13 @@ def show_timeline(
     console: Console,
 ) -> list[QueryTimeline]:
     """Print each query's plan segments and flips, with pg_stat_statements around them."""
-    from detector.engine.timeline.build import build_timeline, parse_time, store_pgss_deltas
+    from detector.engine.timeline.build import build_timeline, parse_window, store_pgss_deltas
     from detector.reports.timeline.terminal import render_timeline
 
     if not store_path.exists():
         raise PlanshiftError(f"store {store_path} does not exist", "run `planshift ingest` first")
     with Store(store_path, read_only=True) as store:
-        reference = store.latest_log_time()
-        start = parse_time(since, reference) if since else None
-        end = parse_time(until, reference) if until else None
+        start, end = parse_window(since, until, store.latest_log_time())
         timelines = build_timeline(store, query=query, since=start, until=end, source=source)
         deltas = store_pgss_deltas(store)
     if not timelines:

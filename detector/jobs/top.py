@@ -25,7 +25,7 @@ def show_top(
     console: Console,
 ) -> TopQueries:
     """Print the window's top queries from the logs and from pg_stat_statements deltas."""
-    from detector.engine.timeline.build import parse_time, store_pgss_deltas
+    from detector.engine.timeline.build import parse_window, store_pgss_deltas
     from detector.engine.timeline.top import TopQueries, check_order, top_from_logs, top_from_pgss
     from detector.reports.timeline.top import render_top
 
@@ -33,9 +33,7 @@ def show_top(
     if not store_path.exists():
         raise PlanshiftError(f"store {store_path} does not exist", "run `planshift ingest` first")
     with Store(store_path, read_only=True) as store:
-        reference = store.latest_log_time()
-        start = parse_time(since, reference) if since else None
-        end = parse_time(until, reference) if until else None
+        start, end = parse_window(since, until, store.latest_log_time())
         rows = store.log_observations(start, end, None, source)
         logs = top_from_logs(rows, dict(store.queries()), order, limit)
         pgss = top_from_pgss(store_pgss_deltas(store, source), start, end, order, limit)

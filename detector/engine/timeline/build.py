@@ -206,6 +206,16 @@ def is_generic(row: LogObservationRow, generic: dict[str, bool]) -> bool:
     return row.generic if row.generic is not None else generic.get(row.row.fingerprint, False)
 
 
+def parse_window(
+    since: str | None, until: str | None, reference: datetime | None
+) -> tuple[datetime | None, datetime | None]:
+    """`--since` and `--until` as times (`parse_time`); None where not given."""
+    return (
+        parse_time(since, reference) if since else None,
+        parse_time(until, reference) if until else None,
+    )
+
+
 def parse_time(text: str, reference: datetime | None = None) -> datetime:
     """ISO date-time (`2026-11-22 14:05`, `...T14:05:00+02:00`) or a time of day (`14:05`, on
     the reference's date, UTC). Naive times are UTC."""
